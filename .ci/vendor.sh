@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Copy the browser assets from node_modules (installed by `npm ci` from the
+# committed package-lock.json) into _vendor/, which Sphinx serves as static
+# files. The book then loads math, diagrams and widgets from itself, offline.
+# (Not a root folder named _static: Jupyter Book 1 injects every script there
+# into every page.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+nm=node_modules
+out=_vendor
+rm -rf "$out"
+mkdir -p "$out/mathjax" "$out/mermaid" "$out/widgets"
+cp -r "$nm/mathjax/es5/." "$out/mathjax/"
+cp "$nm/mermaid/dist/mermaid.esm.min.mjs" "$out/mermaid/"
+mkdir -p "$out/mermaid/chunks"
+cp -r "$nm/mermaid/dist/chunks/mermaid.esm.min" "$out/mermaid/chunks/"
+cp "$nm/requirejs/require.js" "$out/widgets/"
+# embed-amd.js loads its fonts and chunks from the folder it lives in.
+find "$nm/@jupyter-widgets/html-manager/dist" -maxdepth 1 -type f \
+  ! -name '*.map' ! -name '*.d.ts' -exec cp {} "$out/widgets/" \;
+for f in mathjax/tex-mml-chtml.js mermaid/mermaid.esm.min.mjs widgets/require.js widgets/embed-amd.js; do
+  test -s "$out/$f" || { echo "vendor: $out/$f is missing" >&2; exit 1; }
+done
+echo "vendored: $(du -sh "$out" | cut -f1) in $out/"

@@ -1,0 +1,139 @@
+"""InfoNCE: the loss that teaches an embedding model what "similar" means.
+
+In plain terms: every query in a batch (a row of the similarity table) must
+pick its own document (column i) out of all the documents in the batch. The
+loss is the softmax cross-entropy of that choice. The temperature ``tau``
+divides every score first, so a small ``tau`` turns small cosine gaps into
+confident choices.
+
+Shapes
+------
+======  ========  ==========================================================
+name    shape     meaning
+======  ========  ==========================================================
+S       (B, M)    similarities, M >= B; row i's positive is column i, and
+                  columns B..M-1 are extra (hard) negatives for every row
+tau     scalar    temperature > 0; sentence-transformers' ``scale`` = 1 / tau
+======  ========  ==========================================================
+
+Relations: `info_nce_torch` is the same loss on embedding tensors through
+``torch.nn.functional.cross_entropy`` with labels ``0..B-1``;
+sentence-transformers implements it as ``MultipleNegativesRankingLoss``.
+`clip_loss` runs it both ways on a square table (images pick captions,
+captions pick images).
+
+Lessons: ``notebooks/02_infonce.ipynb`` and ``notebooks/03_temperature.ipynb``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "check_tau",
+    "log_softmax_rows",
+    "info_nce_rows",
+    "info_nce",
+    "clip_loss",
+    "positive_share",
+    "info_nce_torch",
+]
+
+
+def check_tau(tau: float, name: str = "tau") -> float:
+    """Return ``tau`` as a float, or raise ValueError if it is not a finite number > 0."""
+    try:
+        value = float(tau)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number > 0, got {tau!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {tau!r}")
+    return value
+
+
+def _check_scores(S: np.ndarray | Sequence, tau: float, name: str = "S") -> np.ndarray:
+    """Validate a (B, M) similarity table and return S / tau as float64."""
+    tau = check_tau(tau)
+    A = np.asarray(S, dtype=np.float64)
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (B queries x M documents), got shape {A.shape}")
+    B, M = A.shape
+    if B == 0:
+        raise ValueError(f"{name} has no rows: a batch needs at least one query")
+    if M < B:
+        raise ValueError(
+            f"{name} has {M} columns but {B} rows: every row i needs its positive in column i, so M >= B"
+        )
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    scaled = A / tau
+    if not np.all(np.isfinite(scaled)):
+        raise ValueError(f"tau={tau!r} is too small for these scores: {name} / tau overflows")
+    return scaled
+
+
+def log_softmax_rows(Z: np.ndarray) -> np.ndarray:
+    """Row-wise log-softmax of a (B, M) array, stable for large entries (log-sum-exp)."""
+    Z = Z - Z.max(axis=1, keepdims=True)  # the row max becomes 0, so exp() cannot overflow
+    return Z - np.log(np.exp(Z).sum(axis=1, keepdims=True))
+
+
+def info_nce_rows(S: np.ndarray | Sequence, tau: float) -> np.ndarray:
+    """The B per-row losses -log softmax(S[i] / tau)[i], shape (B,)."""
+    Z = _check_scores(S, tau)
+    B = Z.shape[0]
+    return -log_softmax_rows(Z)[np.arange(B), np.arange(B)]
+
+
+def info_nce(S: np.ndarray | Sequence, tau: float) -> float:
+    """Mean InfoNCE loss of a (B, M) similarity table; row i's positive is column i."""
+    return float(info_nce_rows(S, tau).mean())
+
+
+def clip_loss(S: np.ndarray | Sequence, tau: float) -> float:
+    """Symmetric (CLIP) loss of a square (B, B) table: rows pick columns and columns pick rows, averaged."""
+    A = np.asarray(S, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"S must be square (B images x B captions) for clip_loss, got shape {A.shape}")
+    return 0.5 * info_nce(A, tau) + 0.5 * info_nce(A.T, tau)
+
+
+def positive_share(pos: float, negs: Sequence[float], tau: float) -> float:
+    """Softmax share of a positive with cosine ``pos`` against negatives with cosines ``negs``."""
+    negs = list(np.atleast_1d(np.asarray(negs, dtype=np.float64)))
+    row = np.array([[float(pos), *negs]])
+    if not np.all(np.isfinite(row)):
+        raise ValueError("pos and negs must be finite numbers")
+    Z = _check_scores(row, tau, name="[pos, *negs]")
+    return float(np.exp(log_softmax_rows(Z)[0, 0]))
+
+
+def info_nce_torch(
+    queries: torch.Tensor, docs: torch.Tensor, tau: float, *, normalize: bool = True
+) -> torch.Tensor:
+    """InfoNCE on embeddings with ``cross_entropy``: queries (B, d), docs (M, d), M >= B.
+
+    Row i of ``queries`` is paired with row i of ``docs``; rows B..M-1 of ``docs``
+    are extra negatives. With ``normalize=True`` the scores are cosines, as in
+    sentence-transformers' MultipleNegativesRankingLoss with ``scale = 1 / tau``.
+    Returns a scalar tensor that autograd can differentiate.
+    """
+    tau = check_tau(tau)
+    if queries.ndim != 2 or docs.ndim != 2:
+        raise ValueError(
+            f"queries and docs must be 2-D (rows x dim), got shapes {tuple(queries.shape)} and {tuple(docs.shape)}"
+        )
+    if queries.shape[1] != docs.shape[1]:
+        raise ValueError(f"queries and docs must share the dimension, got {queries.shape[1]} and {docs.shape[1]}")
+    if docs.shape[0] < queries.shape[0]:
+        raise ValueError(f"docs has {docs.shape[0]} rows but queries has {queries.shape[0]}: need M >= B")
+    if normalize:
+        queries, docs = F.normalize(queries, dim=-1), F.normalize(docs, dim=-1)
+    logits = queries @ docs.T / tau
+    labels = torch.arange(queries.shape[0], device=queries.device)
+    return F.cross_entropy(logits, labels)
