@@ -71,7 +71,8 @@ def _check_scores(S: np.ndarray | Sequence, tau: float, name: str = "S") -> np.n
         )
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} contains NaN or infinite entries")
-    scaled = A / tau
+    with np.errstate(over="ignore"):
+        scaled = A / tau
     if not np.all(np.isfinite(scaled)):
         raise ValueError(f"tau={tau!r} is too small for these scores: {name} / tau overflows")
     return scaled
