@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TQDM_DISABLE := 1
-export MPLBACKEND := Agg
+export HF_HUB_DISABLE_PROGRESS_BARS := 1
 
 .PHONY: help setup vendor chromium book book-clean test unit nbval browser serve outputs lock clean report
 

@@ -21,6 +21,17 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 
+# The same quiet, offline environment as `make test`: no hub, no progress bars.
+QUIET_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TQDM_DISABLE": "1",
+    "PYTHONHASHSEED": "0",
+}
+
+
 def execute(path: Path, timeout: int = 600) -> float:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
@@ -45,6 +56,8 @@ def execute(path: Path, timeout: int = 600) -> float:
 
 
 def main(argv: list[str]) -> int:
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
     if not argv:
         print(__doc__)
         return 2

@@ -138,3 +138,45 @@ def info_nce_torch(
     logits = queries @ docs.T / tau
     labels = torch.arange(queries.shape[0], device=queries.device)
     return F.cross_entropy(logits, labels)
+
+
+# ---- exercise check: say right, or how it is wrong, never the answer --------
+
+LESSON_MATRIX = ((0.8, 0.3, 0.1), (0.2, 0.7, 0.4), (0.0, 0.3, 0.6))
+
+
+def check_best_cell(answer: tuple[int, int] | None, *, bump: float = 0.2, tau: float = 0.5) -> bool:
+    """Exercise: which single cell of the lesson's 3x3 matrix, raised by ``bump``, lowers the batch loss most?
+
+    ``answer`` is (row, column), counted from 1 as in the lesson's table.
+    """
+    if answer is None:
+        print("Fill in your answer: answer = (row, column), counting from 1")
+        return False
+    try:
+        row, col = (int(x) for x in answer)
+    except (TypeError, ValueError):
+        print(f"Answer with two numbers (row, column), got {answer!r}")
+        return False
+    if not (1 <= row <= 3 and 1 <= col <= 3):
+        print(f"Rows and columns run from 1 to 3, got ({row}, {col})")
+        return False
+    S = np.array(LESSON_MATRIX)
+    base = info_nce(S, tau)
+
+    def raised(i: int, j: int) -> float:
+        T = S.copy()
+        T[i, j] += bump
+        return info_nce(T, tau)
+
+    change = raised(row - 1, col - 1) - base
+    best = min((raised(i, j), (i, j)) for i in range(3) for j in range(3))[1]
+    if (row - 1, col - 1) == best:
+        print(f"Right: raising cell ({row}, {col}) by {bump} changes the batch loss by {change:+.3f}, the biggest drop.")
+        return True
+    if row != col:
+        print(f"Not that one: cell ({row}, {col}) is a wrong card, so raising it makes the loss go up ({change:+.3f}).")
+    else:
+        print(f"Good instinct, a positive: the loss drops ({change:+.3f}), but another row has more to gain. "
+              "Which row has the highest loss?")
+    return False
