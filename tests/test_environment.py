@@ -1,0 +1,90 @@
+"""environment.yml (conda) and constraints.txt (pip) describe the same environment."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CONDA_TO_PIP = {"pytorch": "torch"}
+NOT_PYTHON_PACKAGES = {"python", "pip", "nodejs"}
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower().split("[")[0]
+
+
+def constraints() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"constraints.txt: {line!r} is not an exact pin"
+            pins[canonical(name)] = version
+    return pins
+
+
+def environment() -> dict[str, str | None]:
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert env["channels"] == ["conda-forge"]
+    found: dict[str, str | None] = {}
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            for spec in dep["pip"]:
+                if spec.startswith("-e"):
+                    continue
+                name, _, version = spec.partition("==")
+                found[canonical(name)] = version or None
+            continue
+        name, _, version = dep.partition("=")
+        if name in NOT_PYTHON_PACKAGES:
+            continue
+        found[canonical(CONDA_TO_PIP.get(name, name))] = version or None
+    return found
+
+
+def test_every_environment_package_is_pinned_to_the_same_version():
+    pins, env = constraints(), environment()
+    for name, version in env.items():
+        assert name in pins, f"environment.yml names {name}, which constraints.txt does not pin"
+        assert version == pins[name], f"{name}: environment.yml has {version}, constraints.txt has {pins[name]}"
+
+
+def test_every_direct_dependency_is_in_the_environment():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    direct = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        direct += extra
+    env = environment()
+    pins = constraints()
+    for spec in direct:
+        name = canonical(re.split(r"[<>=!~ ;]", spec, maxsplit=1)[0])
+        assert name in pins, f"pyproject.toml needs {name}, which constraints.txt does not pin"
+        assert name in env, f"pyproject.toml needs {name}, which environment.yml does not list"
+
+
+def test_torch_is_pinned_for_the_cpu_install_path_only():
+    assert constraints()["torch"] == "2.13.0"
+    makefile = (ROOT / "Makefile").read_text()
+    assert "torch==2.13.0" in makefile
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    torch_spec = next(d for d in deps if canonical(re.split(r"[<>=]", d)[0]) == "torch")
+    assert "==" not in torch_spec, "the package must not force one torch build on every platform"
+
+
+def test_the_repository_url_is_one_setting():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    url = config["repository"]["url"]
+    readme = (ROOT / "README.md").read_text()
+    assert url in readme
+    import json
+
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        first_code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        source = "".join(first_code["source"])
+        assert f"git+{url}" in source, f"{path.name}: the Colab install cell does not use {url}"
