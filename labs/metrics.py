@@ -1,0 +1,153 @@
+"""Retrieval metrics by hand, and the two lexical baselines a neural model must beat.
+
+In plain words: a retriever returns, for every query, the documents in order.
+Recall@k asks "what share of the right documents are in the first k?", MRR@k
+asks "how high is the first right one?" (1 for first place, 1/2 for second, 0
+beyond k), and nDCG@k gives every right document a reward that shrinks with its
+position (1 / log2(position + 1)), divided by the best reward possible. Each is
+averaged over queries. Several relevant documents per query are allowed.
+
+Shapes
+------
+=========  ==========================  =============================================
+name       type                        meaning
+=========  ==========================  =============================================
+rankings   dict[str, list[str]]        query id -> doc ids, best first
+qrels      dict[str, set[str]]         query id -> the relevant doc ids (non-empty)
+k          int >= 1                    how many top results count
+scores     (Q, N) array                query x document similarity
+doc_ids    list[str] of length N       column -> doc id
+=========  ==========================  =============================================
+
+Ties: `rank_documents` orders equal scores by ascending doc id, the same rule as
+sentence-transformers' ``InformationRetrievalEvaluator``, so results never depend
+on the sort algorithm. Relations: the three metrics equal that evaluator's
+``recall@k``, ``mrr@k`` and ``ndcg@k`` (tested); `tfidf_scores` is scikit-learn's
+``TfidfVectorizer`` with unigrams and bigrams; `bm25_scores` is the ``bm25s``
+package. Lesson: ``notebooks/05_finetuning.ipynb``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "recall_at_k",
+    "mrr_at_k",
+    "ndcg_at_k",
+    "retrieval_metrics",
+    "rank_documents",
+    "tfidf_scores",
+    "bm25_scores",
+    "baseline_rankings",
+]
+
+
+def _check(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]], k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    if not qrels:
+        raise ValueError("qrels is empty: there are no queries to average over")
+    for qid, rel in qrels.items():
+        if not rel:
+            raise ValueError(f"qrels[{qid!r}] is empty: every query needs at least one relevant doc id")
+        if qid not in rankings:
+            raise ValueError(f"rankings has no entry for query {qid!r} from qrels")
+        ranked = rankings[qid]
+        if isinstance(ranked, str) or len(set(ranked)) != len(ranked):
+            raise ValueError(f"rankings[{qid!r}] must be a list of distinct doc ids")
+
+
+def recall_at_k(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]], k: int) -> float:
+    """Mean over the queries of qrels of |top-k ∩ relevant| / |relevant|."""
+    _check(rankings, qrels, k)
+    return float(np.mean([len(set(rankings[q][:k]) & set(rel)) / len(rel) for q, rel in qrels.items()]))
+
+
+def mrr_at_k(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]], k: int) -> float:
+    """Mean over the queries of 1 / (position of the first relevant doc in the top k), 0 if none."""
+    _check(rankings, qrels, k)
+    total = 0.0
+    for q, rel in qrels.items():
+        for position, doc in enumerate(rankings[q][:k], start=1):
+            if doc in rel:
+                total += 1.0 / position
+                break
+    return total / len(qrels)
+
+
+def ndcg_at_k(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]], k: int) -> float:
+    """Mean binary nDCG@k: sum of 1/log2(position+1) over relevant docs in the top k, over its ideal."""
+    _check(rankings, qrels, k)
+    values = []
+    for q, rel in qrels.items():
+        dcg = sum(1.0 / math.log2(i + 2) for i, doc in enumerate(rankings[q][:k]) if doc in rel)
+        ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(rel), k)))
+        values.append(dcg / ideal)
+    return float(np.mean(values))
+
+
+def retrieval_metrics(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]],
+                      ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
+    """All three metrics at each k, keyed like ``"recall@5"``, ``"mrr@5"``, ``"ndcg@5"``."""
+    out = {}
+    for k in ks:
+        out[f"recall@{k}"] = recall_at_k(rankings, qrels, k)
+        out[f"mrr@{k}"] = mrr_at_k(rankings, qrels, k)
+        out[f"ndcg@{k}"] = ndcg_at_k(rankings, qrels, k)
+    return out
+
+
+def rank_documents(scores: np.ndarray, doc_ids: Sequence[str], query_ids: Sequence[str],
+                   k: int | None = None) -> dict[str, list[str]]:
+    """Rank the N documents for each of Q queries from a (Q, N) score table, best first.
+
+    Equal scores are ordered by ascending doc id. Returns the top ``k`` (all if None).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim != 2 or scores.shape != (len(query_ids), len(doc_ids)):
+        raise ValueError(f"scores must have shape (len(query_ids), len(doc_ids)) = "
+                         f"({len(query_ids)}, {len(doc_ids)}), got {scores.shape}")
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("scores contains NaN or infinite entries")
+    if k is not None and (k < 1 or isinstance(k, bool)):
+        raise ValueError(f"k must be None or an integer >= 1, got {k!r}")
+    ids = np.asarray(doc_ids, dtype=object)
+    by_id = np.argsort(ids.astype(str), kind="stable")  # ascending doc id
+    out = {}
+    for qid, row in zip(query_ids, scores):
+        order = by_id[np.argsort(-row[by_id], kind="stable")]  # descending score, ties by doc id
+        out[qid] = [str(d) for d in ids[order[:k]]]
+    return out
+
+
+def tfidf_scores(corpus_texts: Sequence[str], query_texts: Sequence[str]) -> np.ndarray:
+    """Cosine similarities (Q, N) of TF-IDF vectors (unigrams and bigrams) fitted on the corpus."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2))
+    docs = vectorizer.fit_transform(list(corpus_texts))
+    queries = vectorizer.transform(list(query_texts))
+    return (queries @ docs.T).toarray()  # rows are L2-normalised, so this is the cosine
+
+
+def bm25_scores(corpus_texts: Sequence[str], query_texts: Sequence[str]) -> np.ndarray:
+    """BM25 scores (Q, N) from the ``bm25s`` package (Lucene variant, English stop words removed)."""
+    import bm25s
+
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(list(corpus_texts), show_progress=False), show_progress=False)
+    tokens = bm25s.tokenize(list(query_texts), show_progress=False, return_ids=False)
+    return np.stack([retriever.get_scores(t) for t in tokens]).astype(np.float64)
+
+
+def baseline_rankings(method: str, corpus: Sequence[dict], queries: Sequence[dict]) -> dict[str, list[str]]:
+    """Rank the whole corpus for each query with ``method`` in {"tfidf", "bm25"}."""
+    scorers = {"tfidf": tfidf_scores, "bm25": bm25_scores}
+    if method not in scorers:
+        raise ValueError(f"method must be one of {sorted(scorers)}, got {method!r}")
+    scores = scorers[method]([d["text"] for d in corpus], [q["text"] for q in queries])
+    return rank_documents(scores, [d["doc_id"] for d in corpus], [q["query_id"] for q in queries])
