@@ -18,7 +18,15 @@ cp "$nm/requirejs/require.js" "$out/widgets/"
 # embed-amd.js loads its fonts and chunks from the folder it lives in.
 find "$nm/@jupyter-widgets/html-manager/dist" -maxdepth 1 -type f \
   ! -name '*.map' ! -name '*.d.ts' -exec cp {} "$out/widgets/" \;
-for f in mathjax/tex-mml-chtml.js mermaid/mermaid.esm.min.mjs widgets/require.js widgets/embed-amd.js; do
+# Its bundled modules ask for their icon fonts under the module's own name, relative to
+# requirejs's baseUrl (set to this folder by widgets-offline.js).
+fonts="$out/widgets/@jupyter-widgets/html-manager/dist"
+mkdir -p "$fonts"
+find "$nm/@jupyter-widgets/html-manager/dist" -maxdepth 1 -type f \
+  \( -name '*.woff' -o -name '*.woff2' -o -name '*.ttf' -o -name '*.eot' -o -name '*.svg' \) -exec cp {} "$fonts/" \;
+# Our own glue between require.js, the widget manager and MathJax 3 (committed source).
+cp book/_assets/widgets-offline.js "$out/widgets/"
+for f in widgets/widgets-offline.js mathjax/tex-mml-chtml.js mermaid/mermaid.esm.min.mjs widgets/require.js widgets/embed-amd.js; do
   test -s "$out/$f" || { echo "vendor: $out/$f is missing" >&2; exit 1; }
 done
 echo "vendored: $(du -sh "$out" | cut -f1) in $out/"
