@@ -329,3 +329,30 @@ def test_baseline_command_prints_a_table(data_dir, capsys):
     assert main(["baseline", "--data", str(data_dir)]) == 0
     out = capsys.readouterr().out
     assert "val: 36 queries against 60 documents" in out and "tfidf" in out and "bm25" in out
+
+
+# ---- the benchmark scripts run (tiny, CPU); their numbers are not tested -------------
+
+
+def _script(name: str):
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cuda_benchmark_runs_in_its_tiny_cpu_form():
+    result = _script("qwen3_cuda").main(["--size", "tiny", "--device", "cpu", "--batch-size", "3", "--seq-len", "12",
+                                         "--steps", "1", "--warmup", "0"])
+    assert result["tokens_per_step"] == 2 * 3 * 12 and result["median_step_s"] > 0
+    assert result["parameters"] == 9_780_928 and len(result["losses"]) == 1
+
+
+def test_trainer_benchmark_runs_on_the_tiny_qwen(tiny_qwen):
+    result = _script("trainer_vs_loop").main(["--model", str(tiny_qwen), "--steps", "2", "--batch-size", "4"])
+    assert result["loop_steps_per_s"] > 0 and result["trainer_steps_per_s"] > 0
+    assert result["ratio_loop_over_trainer"] == pytest.approx(result["loop_steps_per_s"] / result["trainer_steps_per_s"],
+                                                              rel=0.01)
