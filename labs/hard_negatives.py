@@ -58,7 +58,7 @@ __all__ = [
     "tokenize", "build_vocab", "bag_of_words", "card", "make_triples",
     "normalize_rows", "normalize_backward", "info_nce_grads", "encoder_loss_and_grad",
     "finite_difference_check", "autograd_check",
-    "BiEncoder", "train_bi_encoder", "look_alike_accuracy", "seed_sweep", "best_in_batch_accuracy",
+    "BiEncoder", "first_batch", "train_bi_encoder", "look_alike_accuracy", "seed_sweep", "best_in_batch_accuracy",
     "check_best_in_batch", "pull", "push", "check_pull", "check_push",
 ]
 
@@ -325,6 +325,26 @@ def _positive_int(value: object, name: str, low: int) -> int:
     return int(value)
 
 
+def _draw_batch(rng: np.random.Generator, batch: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """One intent, ``batch`` different training topics, one question template per topic."""
+    intent = int(rng.integers(len(INTENTS)))
+    topics = rng.permutation(len(TRAIN_TOPICS))[:batch]
+    return intent, topics, rng.integers(len(QUESTION_TEMPLATES["howto"]), size=batch)
+
+
+def first_batch(hard_negatives: bool, *, seed: int = 0, batch: int = 8, dim: int = 16) -> tuple[list[str], list[str]]:
+    """The texts of the first training batch: (questions, cards); card i answers question i."""
+    rng = np.random.default_rng(seed)
+    rng.normal(0.0, 1.0 / math.sqrt(dim), (len(VOCAB), dim))  # the same draws as train_bi_encoder's start
+    intent, topics, templates = _draw_batch(rng, batch)
+    names = [TRAIN_TOPICS[t] for t in topics]
+    questions = [QUESTION_TEMPLATES[INTENTS[intent]][k].format(t=t) for t, k in zip(names, templates)]
+    cards = [card(t, INTENTS[intent]) for t in names]
+    if hard_negatives:
+        cards += [card(t, INTENTS[1 - intent]) for t in names]
+    return questions, cards
+
+
 def train_bi_encoder(
     hard_negatives: bool, *, seed: int = 0, steps: int = 400, batch: int = 8, tau: float = 0.1,
     lr: float = 1.0, dim: int = 16, checkpoints: Iterable[int] | None = None,
@@ -366,9 +386,8 @@ def train_bi_encoder(
             curve[step] = _accuracy(W, exam)
         if step == steps:
             break
-        intent = int(rng.integers(2))
-        topics = rng.permutation(len(TRAIN_TOPICS))[:batch]  # batch different topics
-        Xq = questions[topics, intent, rng.integers(len(QUESTION_TEMPLATES["howto"]), size=batch)]
+        intent, topics, templates = _draw_batch(rng, batch)
+        Xq = questions[topics, intent, templates]
         Xp = cards[topics, intent]
         if hard_negatives:
             Xp = np.concatenate([Xp, cards[topics, 1 - intent]])

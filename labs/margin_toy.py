@@ -110,7 +110,10 @@ def pair_distances(positions: dict[str, np.ndarray],
 
 def _call(fn: Callable, args: tuple) -> tuple[np.ndarray, np.ndarray] | str:
     try:
-        a, b = fn(*args)
+        result = fn(*args)
+        if result is None:
+            return "nothing (None): replace the placeholder line with your code"
+        a, b = result
         return np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     except Exception as err:  # the reader's code: report it, do not crash the notebook
         return f"{type(err).__name__}: {err}"
@@ -125,6 +128,9 @@ def _check_mover(fn: object, name: str, reference: Callable, cases: list[tuple],
         return False
     for args in cases:
         got = _call(fn, args)
+        if isinstance(got, str) and got.startswith("nothing"):
+            print(f"Your function returned {got}.")
+            return False
         if isinstance(got, str):
             print(f"Your function raised {got} for the arguments {args}; it should return two points.")
             return False

@@ -37,7 +37,6 @@ Lesson: the mining section of ``notebooks/04_hard_negatives.ipynb``.
 from __future__ import annotations
 
 import contextlib
-import io
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -165,6 +164,28 @@ def embedding_scores(model: SentenceTransformer, questions: Sequence[str], cards
     return (Q @ C.T).astype(np.float64)
 
 
+@contextlib.contextmanager
+def _no_progress_bars(model: SentenceTransformer):
+    """The library asks for progress bars while it encodes; this turns them off on the model for a while."""
+    names = ("encode_query", "encode_document")
+    own = {name: vars(model)[name] for name in names if name in vars(model)}
+    originals = {name: getattr(model, name) for name in names}
+
+    def quiet(encode):
+        return lambda *args, **kwargs: encode(*args, **{**kwargs, "show_progress_bar": False})
+
+    for name, encode in originals.items():
+        setattr(model, name, quiet(encode))
+    try:
+        yield
+    finally:
+        for name in names:
+            if name in own:
+                setattr(model, name, own[name])
+            else:
+                delattr(model, name)  # back to the class's own method
+
+
 def mine_with_model(model: SentenceTransformer, pairs: Sequence[tuple[str, str]] = PAIRS,
                     cards: Mapping[str, str] = CARDS, *, num_negatives: int = 2,
                     known_positives: Mapping[str, Sequence[str]] | None = None, seed: int | None = 0,
@@ -192,7 +213,7 @@ def mine_with_model(model: SentenceTransformer, pairs: Sequence[tuple[str, str]]
     id_of = {text: cid for cid, text in cards.items()}
     if seed is not None:
         random.seed(seed)
-    with contextlib.redirect_stderr(io.StringIO()):  # the library forces progress bars on while it encodes
+    with _no_progress_bars(model):
         out = mine_hard_negatives(data, model, corpus=list(cards.values()), num_negatives=num_negatives,
                                   output_format="n-tuple", output_scores=True, verbose=False, **options)
     mined: dict[str, dict] = {}

@@ -241,3 +241,12 @@ def test_check_best_in_batch(capsys):
     assert not hn.check_best_in_batch(None) and "Fill in" in capsys.readouterr().out
     assert not hn.check_best_in_batch("half") and "is a number" in capsys.readouterr().out
     assert not hn.check_best_in_batch(150) and "is a number" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_one_training_step_is_one_hand_gradient_step_on_the_first_batch(hard):
+    w0 = hn.train_bi_encoder(hard, steps=0, seed=3).W
+    questions, cards = hn.first_batch(hard, seed=3)
+    assert len(questions) == 8 and len(cards) == (16 if hard else 8)
+    _, dW = hn.encoder_loss_and_grad(w0, hn.bag_of_words(questions, hn.VOCAB), hn.bag_of_words(cards, hn.VOCAB), 0.1)
+    assert np.allclose(hn.train_bi_encoder(hard, steps=1, seed=3, lr=1.0).W, w0 - 1.0 * dW, atol=1e-12)

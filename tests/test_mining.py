@@ -94,3 +94,10 @@ def test_dedupe_and_batching():
 def test_bad_input_raises_a_named_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_mining_shows_no_progress_bar_and_leaves_the_model_as_it_was(model, capfd):
+    mi.mine_with_model(model, num_negatives=1)  # no cache: it encodes
+    captured = capfd.readouterr()
+    assert "Batches" not in captured.err + captured.out
+    assert "encode_query" not in vars(model) and "encode_document" not in vars(model)
