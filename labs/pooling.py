@@ -29,10 +29,8 @@ Lesson: ``notebooks/01_pooling.ipynb``.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 
 if TYPE_CHECKING:  # imported lazily at run time: sentence-transformers is slow to import
@@ -184,27 +182,6 @@ def last_token_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor
     positions = torch.arange(T, device=mask.device).expand_as(mask)
     last = torch.where(mask, positions, -1).max(dim=1).values  # (B,)
     return token_embeddings[torch.arange(token_embeddings.shape[0], device=last.device), last]
-
-
-# ---------------------------------------------------------------------------
-# A tiny retrieval score for the notebook (the public metrics live in a later module)
-# ---------------------------------------------------------------------------
-
-
-def _mrr_at_k(scores: np.ndarray | torch.Tensor | Sequence, relevant: Sequence[int], k: int = 10) -> float:
-    """Mean reciprocal rank of each query's one relevant document within the top k; 0 if it is not there.
-
-    ``scores`` is (Q, N): query q's score for document n; ``relevant[q]`` is its relevant column.
-    """
-    S = np.asarray(scores.detach().cpu() if isinstance(scores, torch.Tensor) else scores, dtype=np.float64)
-    rel = np.asarray(relevant, dtype=np.int64)
-    if S.ndim != 2 or rel.shape != (S.shape[0],):
-        raise ValueError(f"scores must be (Q, N) and relevant (Q,), got {S.shape} and {rel.shape}")
-    if int(k) < 1:
-        raise ValueError(f"k must be >= 1, got {k!r}")
-    # rank = 1 + number of documents scored strictly higher than the relevant one
-    rank = 1 + (S > S[np.arange(len(rel)), rel][:, None]).sum(axis=1)
-    return float(np.where(rank <= k, 1.0 / rank, 0.0).mean())
 
 
 # ---------------------------------------------------------------------------

@@ -157,17 +157,6 @@ def test_mask_is_required(fn):
         fn(_grid(), None)
 
 
-def test_mrr_at_k():
-    scores = np.array([[0.9, 0.1, 0.0], [0.5, 0.4, 0.9], [0.2, 0.3, 0.1]])
-    # ranks of the relevant documents: 1, 3, 3
-    assert pooling._mrr_at_k(scores, [0, 1, 2], k=10) == pytest.approx((1 + 1 / 3 + 1 / 3) / 3)
-    assert pooling._mrr_at_k(scores, [0, 1, 2], k=2) == pytest.approx(1 / 3)
-    with pytest.raises(ValueError, match="k"):
-        pooling._mrr_at_k(scores, [0, 1, 2], k=0)
-    with pytest.raises(ValueError, match="relevant"):
-        pooling._mrr_at_k(scores, [0, 1], k=1)
-
-
 # --- the packaged model ---------------------------------------------------------------
 
 
