@@ -98,8 +98,16 @@ def load_minilm(device: str = "cpu") -> SentenceTransformer:
         os.environ[name] = "1"
     path = minilm_path()
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
 
-    return SentenceTransformer(path, device=device, local_files_only=True)
+    # A "Loading weights" bar for an 84 MB local model is noise (and breaks nbval's comparison).
+    bar_was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return SentenceTransformer(path, device=device, local_files_only=True)
+    finally:
+        if bar_was_on:
+            hf_logging.enable_progress_bar()
 
 
 # ---------------------------------------------------------------------------
