@@ -63,6 +63,7 @@ __all__ = [
     "train_step_features",
     "batch_columns",
     "train",
+    "check_chance_loss",
 ]
 
 DEFAULT_TASK = "Given a support question, retrieve the help article that answers it for the correct product."
@@ -86,7 +87,7 @@ class TrainConfig:
     instruction: str | None = None   # None: the model's own default (Qwen3: DEFAULT_TASK; MiniLM: none)
     max_steps: int | None = None     # stop early (smoke runs)
     eval_batch_size: int = 32
-    bf16: bool | None = None         # None: on for CUDA
+    bf16: bool | None = None         # None: on for a CUDA card that supports bf16
     gradient_checkpointing: bool | None = None  # None: on for CUDA
 
 
@@ -108,6 +109,10 @@ def load_encoder(model: str, device: str = "cpu", max_length: int = 128):
     from sentence_transformers import SentenceTransformer
 
     _check_device(device)
+    if not show_progress():  # TQDM_DISABLE (CI, nbval): no "Loading weights" bar from transformers either
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
     if model == "minilm":
         from labs.pooling import load_minilm
 
@@ -264,7 +269,7 @@ def train(config: TrainConfig, loss_factory: Callable | None = None) -> dict:
     if not config.lr > 0 or not config.scale > 0:
         raise ValueError(f"lr and scale must be > 0, got lr={config.lr!r}, scale={config.scale!r}")
     data = load_dataset(config.data)
-    bf16 = device == "cuda" if config.bf16 is None else bool(config.bf16)
+    bf16 = (device == "cuda" and torch.cuda.is_bf16_supported()) if config.bf16 is None else bool(config.bf16)
     checkpointing = device == "cuda" if config.gradient_checkpointing is None else bool(config.gradient_checkpointing)
 
     torch.manual_seed(config.seed)
@@ -362,3 +367,31 @@ def _versions() -> dict:
 
     return {"torch": torch.__version__, "transformers": transformers.__version__,
             "sentence_transformers": sentence_transformers.__version__}
+
+
+def check_chance_loss(answer) -> bool:
+    """Exercise: the loss of a batch of 16 pairs when every similarity is equal (a model that cannot tell)."""
+    import math
+
+    if answer is None:
+        print("Fill in your answer: a number, the loss of one row when all 16 candidates score the same.")
+        return False
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        print(f"Give a number, not {answer!r}.")
+        return False
+    right = math.log(16)
+    if abs(value - right) <= 0.01:
+        print("Right: every candidate gets probability 1/16, and the loss is minus the log of that.")
+        return True
+    if abs(value - 1 / 16) <= 0.01:
+        print("That is the probability the softmax gives the right document; the loss is minus its log.")
+    elif abs(value - math.log2(16)) <= 0.01:
+        print("Cross-entropy uses the natural logarithm, not log base 2.")
+    elif value <= 0:
+        print("A cross-entropy loss is never negative: the right document's probability is at most 1.")
+    else:
+        print("Not quite. The scale does not matter when all scores are equal: what probability does each of "
+              "the 16 candidates get, and what is minus its log?")
+    return False

@@ -356,3 +356,17 @@ def test_trainer_benchmark_runs_on_the_tiny_qwen(tiny_qwen):
     assert result["loop_steps_per_s"] > 0 and result["trainer_steps_per_s"] > 0
     assert result["ratio_loop_over_trainer"] == pytest.approx(result["loop_steps_per_s"] / result["trainer_steps_per_s"],
                                                               rel=0.01)
+
+
+def test_check_chance_loss(capsys):
+    import math
+
+    from labs.finetune import check_chance_loss
+
+    assert check_chance_loss(math.log(16)) is True
+    assert "Right" in capsys.readouterr().out
+    for wrong, hint in [(None, "Fill in"), (1 / 16, "probability"), (4.0, "log base 2"), (-1, "never negative"),
+                        ("x", "Give a number"), (1.0, "Not quite")]:
+        assert check_chance_loss(wrong) is False
+        out = capsys.readouterr().out
+        assert hint in out and "2.77" not in out  # a hint, never the answer
