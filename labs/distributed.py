@@ -56,8 +56,9 @@ def ddp_step(model_dir: str, per_rank: int, out: str, *, scale: float = 20.0, lr
     """One DDP step on rank r's slice of ``scale_pairs(W * per_rank)``; run under ``torchrun``.
 
     Writes ``out/rank{r}.pt``: the loss without gathering (each rank's own B-way
-    exam), the loss with gathered negatives, its mean over ranks, the gradients
-    after DDP's all-reduce and the parameters after one SGD step.
+    exam); with gathered negatives, the cached loss (chunks of 2) and its gradients,
+    then the plain loss, its mean over ranks, its gradients after DDP's all-reduce
+    and the parameters after one SGD step with them.
     """
     import torch.distributed as dist
     from sentence_transformers import SentenceTransformer
@@ -73,19 +74,22 @@ def ddp_step(model_dir: str, per_rank: int, out: str, *, scale: float = 20.0, lr
     with torch.no_grad():
         local = float(make_loss(model, "mnrl", scale=scale)(features, None))
     ddp = DistributedDataParallel(model, find_unused_parameters=True)
-    loss_fn = make_loss(model, "mnrl", scale=scale, gather=True)
-    loss_fn.model = ddp  # as SentenceTransformerTrainer does: the forward runs through the DDP wrapper
-    loss = loss_fn(features, None)
-    loss.backward()
-    mean = loss.detach().clone()
+    done = {}
+    for kind in ("cached", "mnrl"):  # the cached loss in chunks of 2, then the plain one
+        loss_fn = make_loss(model, kind, scale=scale, mini_batch_size=2, gather=True)
+        loss_fn.model = ddp  # as SentenceTransformerTrainer does: the forward runs through the DDP wrapper
+        loss = loss_fn(features, None)
+        loss.backward()
+        done[kind] = (loss.detach().clone(), _flat_grads(model).clone())
+        if kind == "cached":
+            model.zero_grad(set_to_none=True)
+    mean = done["mnrl"][0].clone()
     dist.all_reduce(mean)
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-    grads = _flat_grads(model).clone()
-    optimizer.step()
+    torch.optim.SGD(model.parameters(), lr=lr).step()  # a step with the plain loss's gradients
     params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    torch.save({"rank": rank, "world": world, "local_loss": local, "gathered_loss": float(loss.detach()),
-                "global_loss": float(mean) / world, "grads": grads, "params": params},
-               Path(out) / f"rank{rank}.pt")
+    torch.save({"rank": rank, "world": world, "local_loss": local, "gathered_loss": float(done["mnrl"][0]),
+                "global_loss": float(mean) / world, "grads": done["mnrl"][1], "cached_loss": float(done["cached"][0]),
+                "cached_grads": done["cached"][1], "params": params}, Path(out) / f"rank{rank}.pt")
     dist.destroy_process_group()
 
 

@@ -174,6 +174,7 @@ def single_process_reference(tiny: Path, lr: float = 0.5) -> dict:
 
 
 def test_two_processes_with_gathered_negatives_equal_one_process(tiny, tmp_path):
+    """torchrun, 2 CPU processes (gloo), B = 4 each: the one-process loss and gradients on all 8 pairs."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(WORLD),
            "-m", "labs.distributed", "ddp-step", "--model-dir", str(tiny), "--per-rank", str(PER_RANK),
@@ -199,6 +200,10 @@ def test_two_processes_with_gathered_negatives_equal_one_process(tiny, tmp_path)
     assert (ranks[0]["grads"] - ref["grads"]).abs().max() < 1e-5 * top
     assert (ranks[0]["params"] - ref["params_after"]).abs().max() < 1e-6
     torch.testing.assert_close(ranks[0]["params"], ranks[1]["params"], rtol=0, atol=0)
+    # the cached loss (chunks of 2) under DDP with gathering: same loss rows and gradients
+    for r in ranks:
+        assert r["cached_loss"] == pytest.approx(r["gathered_loss"], rel=1e-5)
+        assert (r["cached_grads"] - ref["grads"]).abs().max() < 1e-5 * top
 
 
 def test_trainer_entry_writes_a_searchable_run_in_one_process(tiny, tmp_path):
