@@ -325,8 +325,9 @@ def train(config: TrainConfig, loss_factory: Callable | None = None) -> dict:
         torch.cuda.empty_cache()
 
     best, _, _ = load_encoder(str(best_dir), device, config.max_length)
+    corpus_sha = file_sha256(Path(config.data) / "corpus.jsonl")
     contract = write_index(out, best, instruction=instruction, max_length=config.max_length, source=source,
-                           revision=revision, corpus=data.corpus, corpus_sha256=file_sha256(Path(config.data) / "corpus.jsonl"),
+                           revision=revision, corpus=data.corpus, corpus_sha256=corpus_sha,
                            batch_size=config.eval_batch_size)
     emb = np.load(out / "corpus_embeddings.npy")
     selected, rankings = rank_split(best, instruction, emb, json.loads((out / "corpus_ids.json").read_text()),

@@ -202,7 +202,8 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
                     raise DataError(path.name, n, f"missing field {field!r}")
                 value = row[field]
                 if not isinstance(value, kind):
-                    raise DataError(path.name, n, f"field {field!r} must be {kind.__name__}, got {type(value).__name__}")
+                    raise DataError(path.name, n,
+                                    f"field {field!r} must be {kind.__name__}, got {type(value).__name__}")
                 if kind is str and not value.strip():
                     raise DataError(path.name, n, f"field {field!r} is empty")
             rows.append((n, row))
@@ -225,7 +226,8 @@ def validate(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]],
         if row["split"] not in SPLITS:
             raise DataError("corpus.jsonl", n, f"split must be one of {SPLITS}, got {row['split']!r}")
         if row["doc_id"] in docs:
-            raise DataError("corpus.jsonl", n, f"duplicate doc_id {row['doc_id']!r} (first on line {doc_line[row['doc_id']]})")
+            first_line = doc_line[row["doc_id"]]
+            raise DataError("corpus.jsonl", n, f"duplicate doc_id {row['doc_id']!r} (first on line {first_line})")
         first = group_split.setdefault(row["group"], (row["split"], n))
         if first[0] != row["split"]:
             raise DataError("corpus.jsonl", n, f"group {row['group']!r} spans splits: {first[0]!r} on line "
@@ -240,7 +242,8 @@ def validate(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]],
         if row["split"] not in SPLITS:
             raise DataError("queries.jsonl", n, f"split must be one of {SPLITS}, got {row['split']!r}")
         if row["query_id"] in seen:
-            raise DataError("queries.jsonl", n, f"duplicate query_id {row['query_id']!r} (first on line {seen[row['query_id']]})")
+            first_line = seen[row["query_id"]]
+            raise DataError("queries.jsonl", n, f"duplicate query_id {row['query_id']!r} (first on line {first_line})")
         seen[row["query_id"]] = n
         rel = row["relevant_doc_ids"]
         if not rel or not all(isinstance(r, str) for r in rel):
