@@ -1,12 +1,21 @@
 """labs: the small, tested helpers behind the course notebooks.
 
-One module per topic, each readable in one sitting:
+One module per topic, each readable in one sitting. By lesson:
 
-- `labs.infonce`: the InfoNCE loss, its symmetric (CLIP) form, the positive's softmax share.
-- `labs.temperature`: a tiny retriever trained at several temperatures.
+1. Pooling: `labs.pooling` (the packaged all-MiniLM-L6-v2 loader; mean, CLS and last-token pooling).
+2. InfoNCE by hand: `labs.infonce` (the loss, its symmetric form, the positive's softmax share).
+3. Temperature: `labs.temperature` (the gradient on the positive; training at several temperatures).
+4. Hard negatives: `labs.margin_toy` (pull and push in 2-D), `labs.hard_negatives` (the
+   bag-of-words bi-encoder with hand-derived gradients), `labs.mining` (BM25 and embedding mining).
+5. Fine-tuning: `labs.helpdesk` (fixture and JSONL checks), `labs.metrics` (Recall@k, MRR@k,
+   nDCG@k, TF-IDF and BM25), `labs.qwen3` (the Qwen3-Embedding assembly), `labs.finetune`
+   (training and selection), `labs.index` (the index contract), the CLI in `labs.__main__`.
+   Scaling out: `labs.scaling` (GradCache, accumulation) and `labs.distributed` (DDP).
+6. CLIP: `labs.clip` (the toy) and `labs.clip_digits` (digits with a frozen text tower).
 
-Later topics add their own modules. Import what you need from the module itself,
-for example ``from labs.infonce import info_nce``.
+`labs.checks` gathers every exercise's answer check. Benchmarks run as modules:
+``python -m labs.bench_<name>`` (see the README).
+Import what you need from the module itself, for example ``from labs.infonce import info_nce``.
 """
 
 __version__ = "0.1.0"

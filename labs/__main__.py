@@ -130,7 +130,14 @@ def cmd_train(args) -> int:
                          batch_size=args.batch_size, lr=args.lr, scale=args.scale, max_length=args.max_length,
                          seed=args.seed, hard_negatives=args.hard_negatives, instruction=args.instruction,
                          max_steps=args.max_steps, eval_batch_size=args.eval_batch_size)
-    report = train(config)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun or accelerate launch: PyTorch DDP
+        from labs.distributed import train_distributed
+
+        report = train_distributed(config)
+        if report is None:  # only rank 0 writes the run folder and prints
+            return 0
+    else:
+        report = train(config)
     for row in report["history"]:
         loss = "   -  " if row["train_loss"] is None else f"{row['train_loss']:.3f}"
         print(f"epoch {row['epoch']}: loss {loss}  val MRR@5 {row['mrr@5']:.3f}  Recall@5 {row['recall@5']:.3f}")

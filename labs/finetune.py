@@ -27,7 +27,7 @@ The switch for later work: `train` runs a plain loop (`train_step`); the loss
 comes from ``loss_factory(model)`` (default: MNRL at ``config.scale``), so a
 cached loss or another objective plugs in without touching the loop. The same
 step through ``SentenceTransformerTrainer`` is measured against this loop in
-``benchmarks/trainer_vs_loop.py``. On CUDA: bf16 autocast (fp32 weights),
+``python -m labs.bench_trainer_vs_loop``. On CUDA: bf16 autocast (fp32 weights),
 non-reentrant gradient checkpointing, peak allocated/reserved memory recorded.
 
 Lesson: ``notebooks/05_finetuning.ipynb``.

@@ -335,13 +335,9 @@ def test_baseline_command_prints_a_table(data_dir, capsys):
 
 
 def _script(name: str):
-    import importlib.util
+    import importlib
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"labs.bench_{name}")
 
 
 def test_cuda_benchmark_runs_in_its_tiny_cpu_form():

@@ -7,6 +7,7 @@ tiny random BERT built from a config (MiniLM's tokenizer, no download).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -220,3 +221,18 @@ def test_trainer_entry_writes_a_searchable_run_in_one_process(tiny, tmp_path):
         train_distributed(TrainConfig(data=str(data), out=str(tmp_path / "r2"), hard_negatives=True))
     with pytest.raises(ValueError, match="no full global batch"):
         train_distributed(TrainConfig(data=str(data), out=str(tmp_path / "r3"), model=str(tiny), batch_size=40))
+
+
+def test_the_train_command_runs_unchanged_under_torchrun(tiny, tmp_path):
+    """`torchrun --nproc_per_node 2 -m labs train ...`: DDP on gloo, a searchable run folder from rank 0."""
+    data = write_dataset(make_helpdesk(), tmp_path / "data")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(WORLD),
+           "-m", "labs", "train", "--data", str(data), "--out", str(tmp_path / "run"), "--model", str(tiny),
+           "--epochs", "1", "--batch-size", "4", "--max-steps", "2"]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("selected epoch") == 1  # only rank 0 reports
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["processes"] == WORLD and metrics["global_batch"] == WORLD * 4
+    assert len(search(tmp_path / "run", "How do I pause my Aster subscription?", k=3)) == 3

@@ -6,7 +6,7 @@ records its resident memory, then runs ONE training step (MultipleNegativesRanki
 AdamW, clipping) and reports the peak. ``step_extra_mib`` = peak - memory before the step:
 activations, gradients and the two AdamW moments, which appear on the first step.
 
-    python benchmarks/cpu_memory.py [--model minilm] [--batch-sizes 16 64]
+    python -m labs.bench_cpu_memory [--model minilm] [--batch-sizes 16 64]
 
 The help-desk questions and articles are short (about 10 to 25 tokens); rows repeat when the
 batch is larger than the distinct pairs, which costs the same memory.
@@ -20,13 +20,9 @@ import os
 import resource
 import subprocess
 import sys
-from pathlib import Path
 
 for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
     os.environ.setdefault(_name, "1")
-
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def _rss_mib() -> float:
     import psutil
@@ -71,10 +67,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         print(json.dumps(child(args.model, args.child)))
         return []
     results = []
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     for size in args.batch_sizes:
-        out = subprocess.run([sys.executable, __file__, "--model", args.model, "--child", str(size)],
-                             capture_output=True, text=True, env=env, check=True)
+        out = subprocess.run([sys.executable, "-m", "labs.bench_cpu_memory", "--model", args.model, "--child", str(size)],
+                             capture_output=True, text=True, check=True)
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(json.dumps(results[-1]))
     return results

@@ -8,7 +8,7 @@ sampler cannot refill batches from rows that repeat across epochs); every step h
 same size and the same cost. Steps per second are timed from the end of the first step to the end of the last one,
 so set-up costs are left out of both. Prints both rates and their ratio (loop / trainer).
 
-    python benchmarks/trainer_vs_loop.py [--model minilm] [--steps 12] [--batch-size 16]
+    python -m labs.bench_trainer_vs_loop [--model minilm] [--steps 12] [--batch-size 16]
 
 Timings on a shared machine vary run to run; the ratio inside one run is what to compare.
 """

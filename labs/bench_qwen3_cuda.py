@@ -14,8 +14,8 @@ and model FLOP utilisation: (6 x non-embedding parameters + attention) x tokens 
 peak bf16 FLOP/s of the card (dense, from --peak-tflops or a small table of known cards).
 Recomputation by checkpointing is not counted as useful work, as is usual for MFU.
 
-    python benchmarks/qwen3_cuda.py                      # on a GPU machine: 64 x 128 tokens
-    python benchmarks/qwen3_cuda.py --size tiny --device cpu --batch-size 4 --seq-len 16 --steps 2
+    python -m labs.bench_qwen3_cuda                      # on a GPU machine: 64 x 128 tokens
+    python -m labs.bench_qwen3_cuda --size tiny --device cpu --batch-size 4 --seq-len 16 --steps 2
 
 The tiny CPU form only checks that the script runs (the tests do that).
 """
