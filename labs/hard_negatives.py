@@ -50,7 +50,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from labs.infonce import check_tau, info_nce, info_nce_torch
+from labs.infonce import check_tau, info_nce, info_nce_torch, log_softmax_rows
 from labs.margin_toy import check_pull, check_push, pull, push  # the 2-D toy, re-exported for the lesson
 
 __all__ = [
@@ -177,9 +177,7 @@ def normalize_backward(dU: np.ndarray, U: np.ndarray, norms: np.ndarray) -> np.n
 def _table_grad(S: np.ndarray, tau: float) -> np.ndarray:
     """dL/dS of the mean InfoNCE loss on a (B, M) table: (softmax(S / tau) - one-hot) / (B tau)."""
     B = S.shape[0]
-    Z = S / tau
-    G = np.exp(Z - Z.max(axis=1, keepdims=True))  # shifting a row leaves its softmax as it was
-    G /= G.sum(axis=1, keepdims=True)
+    G = np.exp(log_softmax_rows(S / tau))  # the loss module's stable softmax, one version of it
     G[np.arange(B), np.arange(B)] -= 1.0
     return G / (B * tau)
 
