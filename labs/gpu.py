@@ -1,0 +1,126 @@
+"""Training on a GPU without surprises: determinism, precision by capability, float32 master weights.
+
+In plain words: three rules every training path of the course follows.
+
+1. **Determinism that works on CUDA.** `set_determinism` seeds Python, NumPy and
+   torch, and asks torch for deterministic kernels. On CUDA, cuBLAS is only
+   deterministic with a fixed workspace, ``CUBLAS_WORKSPACE_CONFIG=:4096:8``,
+   which must be in the environment before the first cuBLAS call; without it
+   the first matmul under ``torch.use_deterministic_algorithms(True)`` raises.
+   The function sets it (if unset) and refuses when CUDA already started
+   without it, instead of failing later inside a matmul.
+2. **Mixed precision by capability.** `training_precision` says which autocast
+   the card runs natively: ``"bf16"`` on Ampere and newer (A100, L4, H100),
+   ``"fp16"`` (with a gradient scaler) on older cards such as the T4, whose
+   bf16 is emulated (``torch.cuda.is_bf16_supported()`` says True there;
+   ``including_emulation=False`` says the truth), ``"fp32"`` on the CPU.
+3. **Float32 master weights.** Whatever dtype a checkpoint stores (the published
+   Qwen3-Embedding-0.6B stores bf16), the weights the optimizer updates are
+   float32: a step of 2e-5 on a weight of 0.02 is below half of bf16's spacing
+   there (2**-13 ~ 1.2e-4 for weights in [2**-6, 2**-5)) and rounds away.
+   Autocast computes in bf16/fp16; the weights stay float32.
+   `assert_float32_master` checks it before the optimizer is built.
+
+Relations: ``labs.finetune`` (the CLI's ``train``), ``labs.distributed`` and
+``benchmarks/qwen3_gpu.py`` use these; notebook 05 calls `set_determinism`.
+Lesson: ``notebooks/05_finetuning.ipynb``; page: ``book/gpu.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+__all__ = [
+    "CUBLAS_WORKSPACE",
+    "PRECISIONS",
+    "set_determinism",
+    "training_precision",
+    "autocast_dtype",
+    "assert_float32_master",
+    "describe_device",
+]
+
+CUBLAS_WORKSPACE = ":4096:8"          # one of the two values cuBLAS documents as deterministic
+_DETERMINISTIC_WORKSPACES = (":4096:8", ":16:8")
+PRECISIONS = ("bf16", "fp16", "fp32")
+
+
+def set_determinism(seed: int, *, deterministic: bool = True) -> None:
+    """Seed ``random``, NumPy and torch (CPU and every GPU) with ``seed``; with ``deterministic``,
+    make torch use deterministic kernels only (an op without one raises instead of varying).
+
+    Sets ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` when it is unset. Raises RuntimeError if
+    ``deterministic`` and CUDA has already started with no deterministic workspace set:
+    cuBLAS reads the variable when it starts, so call this first, before any CUDA work.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if deterministic:
+        current = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+        if current not in _DETERMINISTIC_WORKSPACES:
+            if torch.cuda.is_initialized():
+                raise RuntimeError(
+                    f"CUDA already started with CUBLAS_WORKSPACE_CONFIG={current!r}; deterministic cuBLAS needs "
+                    f"{CUBLAS_WORKSPACE!r} before CUDA starts: call set_determinism before any CUDA work, "
+                    f"or export CUBLAS_WORKSPACE_CONFIG={CUBLAS_WORKSPACE}")
+            if current is not None:
+                raise ValueError(f"CUBLAS_WORKSPACE_CONFIG={current!r} is not deterministic; "
+                                 f"use {' or '.join(_DETERMINISTIC_WORKSPACES)}")
+            os.environ["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # seeds the CPU generator and every CUDA device's
+    torch.use_deterministic_algorithms(deterministic, warn_only=False)
+    if deterministic:
+        torch.backends.cudnn.benchmark = False  # autotuning may pick a different kernel each run
+
+
+def training_precision(device: str) -> str:
+    """``"bf16"`` on a CUDA card with native bf16, ``"fp16"`` on an older CUDA card (T4, V100),
+    ``"fp32"`` on the CPU. ``device`` is ``"cpu"``, ``"cuda"`` or ``"cuda:N"``."""
+    kind = str(device).split(":")[0]
+    if kind == "cpu":
+        return "fp32"
+    if kind != "cuda":
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    if not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but torch sees no CUDA GPU here (a CPU build or no driver)")
+    return "bf16" if torch.cuda.is_bf16_supported(including_emulation=False) else "fp16"
+
+
+def autocast_dtype(precision: str) -> torch.dtype | None:
+    """The autocast dtype for a precision name: bf16 -> torch.bfloat16, fp16 -> torch.float16, fp32 -> None."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": None}[precision]
+
+
+def assert_float32_master(model: torch.nn.Module) -> None:
+    """Raise TypeError naming the first trainable parameter that is not float32, with its dtype.
+
+    Call it after loading and before building the optimizer: the optimizer must update
+    float32 weights (autocast computes in bf16/fp16 without changing them).
+    """
+    for name, param in model.named_parameters():
+        if param.requires_grad and param.dtype != torch.float32:
+            raise TypeError(
+                f"parameter {name!r} is {param.dtype}, not torch.float32: the optimizer would update "
+                f"low-precision weights and small steps would round away; load in float32 "
+                f"(dtype=torch.float32, or model.float()) and let autocast compute in bf16/fp16")
+
+
+def describe_device(device: str) -> str:
+    """One line: the device, and for CUDA its name, compute capability, memory and precision."""
+    kind = str(device).split(":")[0]
+    if kind == "cpu":
+        return f"cpu: {torch.get_num_threads()} threads, float32 training (torch {torch.__version__})"
+    precision = training_precision(device)
+    index = torch.device(device).index or 0
+    props = torch.cuda.get_device_properties(index)
+    native = "native bf16" if precision == "bf16" else "no native bf16: fp16 autocast with a gradient scaler"
+    return (f"{device}: {props.name}, compute capability {props.major}.{props.minor}, "
+            f"{props.total_memory / 2**30:.1f} GiB, {native} (torch {torch.__version__}, CUDA {torch.version.cuda})")

@@ -1,0 +1,169 @@
+"""labs.gpu on the CPU: determinism, precision by capability (CUDA answers monkeypatched), float32 master weights."""
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from labs import gpu
+
+
+@pytest.fixture
+def restore_torch_state(monkeypatch):
+    """Give each test a clean CUBLAS_WORKSPACE_CONFIG and put torch's global switches back afterwards."""
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    benchmark = torch.backends.cudnn.benchmark
+    state = torch.random.get_rng_state()
+    yield
+    torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+    torch.backends.cudnn.benchmark = benchmark
+    torch.random.set_rng_state(state)
+
+
+def _draws():
+    return random.random(), float(np.random.rand()), float(torch.rand(1))
+
+
+def test_set_determinism_seeds_everything_and_sets_the_cublas_workspace(restore_torch_state):
+    import os
+
+    gpu.set_determinism(7)
+    first = _draws()
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    assert torch.are_deterministic_algorithms_enabled()
+    assert not torch.is_deterministic_algorithms_warn_only_enabled()
+    assert torch.backends.cudnn.benchmark is False
+    gpu.set_determinism(7)
+    assert _draws() == first
+    gpu.set_determinism(8)
+    assert _draws() != first
+
+
+def test_set_determinism_off_leaves_the_workspace_alone(restore_torch_state):
+    import os
+
+    gpu.set_determinism(0, deterministic=False)
+    assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_set_determinism_keeps_a_deterministic_workspace_already_set(restore_torch_state, monkeypatch):
+    import os
+
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")
+    gpu.set_determinism(0)
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":16:8"
+
+
+def test_set_determinism_refuses_a_nondeterministic_workspace(restore_torch_state, monkeypatch):
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":0:0")
+    with pytest.raises(ValueError, match="not deterministic"):
+        gpu.set_determinism(0)
+
+
+def test_set_determinism_refuses_when_cuda_started_without_the_workspace(restore_torch_state, monkeypatch):
+    import os
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    with pytest.raises(RuntimeError, match="before CUDA starts"):
+        gpu.set_determinism(0)
+    assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # started with it: fine
+    gpu.set_determinism(0)
+    assert torch.are_deterministic_algorithms_enabled()
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "0"])
+def test_set_determinism_rejects_bad_seeds(seed):
+    with pytest.raises(ValueError, match="seed"):
+        gpu.set_determinism(seed)
+
+
+def _fake_cuda(monkeypatch, native_bf16: bool):
+    calls = []
+
+    def is_bf16_supported(including_emulation: bool = True):
+        calls.append(including_emulation)
+        return native_bf16 or including_emulation  # a T4: True only by emulation
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", is_bf16_supported)
+    return calls
+
+
+def test_training_precision_cpu_is_fp32():
+    assert gpu.training_precision("cpu") == "fp32"
+
+
+def test_training_precision_native_bf16_card(monkeypatch):
+    calls = _fake_cuda(monkeypatch, native_bf16=True)
+    assert gpu.training_precision("cuda") == "bf16"
+    assert gpu.training_precision("cuda:1") == "bf16"
+    assert calls == [False, False]
+
+
+def test_training_precision_t4_gets_fp16_despite_emulated_bf16(monkeypatch):
+    _fake_cuda(monkeypatch, native_bf16=False)
+    assert torch.cuda.is_bf16_supported()  # what a T4 says when asked the default way
+    assert gpu.training_precision("cuda") == "fp16"
+
+
+def test_training_precision_errors(monkeypatch):
+    with pytest.raises(ValueError, match="'mps'"):
+        gpu.training_precision("mps")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        gpu.training_precision("cuda")
+
+
+def test_autocast_dtype():
+    assert gpu.autocast_dtype("bf16") is torch.bfloat16
+    assert gpu.autocast_dtype("fp16") is torch.float16
+    assert gpu.autocast_dtype("fp32") is None
+    with pytest.raises(ValueError, match="precision"):
+        gpu.autocast_dtype("float16")
+
+
+def test_assert_float32_master_names_the_first_low_precision_parameter():
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2))
+    gpu.assert_float32_master(model)
+    model[1].bfloat16()
+    with pytest.raises(TypeError, match=r"parameter '1\.weight' is torch\.bfloat16"):
+        gpu.assert_float32_master(model)
+    model[1].weight.requires_grad_(False)  # frozen weights never reach the optimizer
+    with pytest.raises(TypeError, match=r"'1\.bias'"):
+        gpu.assert_float32_master(model)
+    model.float()
+    gpu.assert_float32_master(model)
+
+
+def test_the_bf16_rounding_the_rule_prevents():
+    """A 2e-5 step on a weight of 0.02 vanishes in bf16 and survives in float32 (the reason for the rule)."""
+    w = torch.tensor(0.02)
+    assert (w.bfloat16() - 2e-5).bfloat16() == w.bfloat16()
+    assert (w - 2e-5) != w
+
+
+def test_describe_device_cpu():
+    line = gpu.describe_device("cpu")
+    assert line.startswith("cpu: ") and "float32" in line
+
+
+def test_describe_device_fake_cuda(monkeypatch):
+    from types import SimpleNamespace
+
+    _fake_cuda(monkeypatch, native_bf16=False)
+    props = SimpleNamespace(name="Tesla T4", major=7, minor=5, total_memory=15 * 2**30)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
+    line = gpu.describe_device("cuda")
+    assert "Tesla T4" in line and "7.5" in line and "fp16 autocast" in line and "15.0 GiB" in line
+
+
+def test_the_real_is_bf16_supported_takes_including_emulation():
+    """The fakes above mirror torch's own signature; this keeps them honest."""
+    import inspect
+
+    assert "including_emulation" in inspect.signature(torch.cuda.is_bf16_supported).parameters
