@@ -47,6 +47,9 @@ __all__ = [
     "qwen_tokenizer",
     "write_tiny_qwen3",
     "build_qwen3",
+    "check_pooling_contract",
+    "check_attention",
+    "ATTENTION",
     "count_parameters",
     "flops_per_token",
 ]
@@ -111,35 +114,61 @@ def qwen_tokenizer(max_length: int = 32768):
                                    padding_side="left", model_max_length=max_length)
 
 
-def write_tiny_qwen3(folder: str | Path, seed: int = 0, size: str = "tiny") -> Path:
-    """Write a random Qwen3 (``qwen3_config(size)``) and the Qwen tokenizer into a new folder; return it."""
+def write_tiny_qwen3(folder: str | Path, seed: int = 0, size: str = "tiny",
+                     dtype: torch.dtype = torch.float32) -> Path:
+    """Write a random Qwen3 (``qwen3_config(size)``) and the Qwen tokenizer into a new folder; return it.
+
+    ``dtype`` is the dtype the weights are stored in: ``torch.bfloat16`` mimics the
+    published checkpoint, which stores bf16.
+    """
     from transformers import Qwen3Model
 
     folder = Path(folder)
     if folder.exists() and any(folder.iterdir()):
         raise ValueError(f"folder {str(folder)!r} is not empty: nothing was overwritten")
     torch.manual_seed(seed)
-    model = Qwen3Model(qwen3_config(size))
+    model = Qwen3Model(qwen3_config(size)).to(dtype)
+    model.config.dtype = dtype
     model.save_pretrained(folder)
     qwen_tokenizer().save_pretrained(folder)
     return folder
 
 
+ATTENTION = ("sdpa", "flash_attention_2", "eager")
+
+
+def check_attention(attn: str) -> str:
+    """Return ``attn`` if it is a supported attention implementation installed here, else raise ValueError."""
+    if attn not in ATTENTION:
+        raise ValueError(f"attention must be one of {ATTENTION}, got {attn!r}")
+    if attn == "flash_attention_2":
+        from transformers.utils import is_flash_attn_2_available
+
+        if not is_flash_attn_2_available():
+            raise ValueError("attention 'flash_attention_2' needs the flash-attn package and a CUDA GPU; "
+                             "neither is usable here, use 'sdpa'")
+    return attn
+
+
 def build_qwen3(model: str | Path = QWEN3_ID, *, device: str = "cpu", max_length: int = 128,
-                revision: str | None = QWEN3_REVISION, dtype: torch.dtype | None = None):
+                revision: str | None = QWEN3_REVISION, dtype: torch.dtype = torch.float32,
+                attn: str = "sdpa"):
     """Transformer (left padding, max ``max_length`` tokens) -> last-token Pooling -> Normalize.
 
     ``model`` is the hub id (loaded at ``revision``) or a local folder holding a raw
     Qwen3 checkpoint (``revision`` is then ignored). ``trust_remote_code`` stays False.
+    Weights load as ``dtype``, float32 by default whatever the checkpoint stores (the
+    published one stores bf16): training needs float32 master weights, autocast does
+    the bf16/fp16 compute. ``attn``: ``"sdpa"`` (default), ``"flash_attention_2"`` (if
+    installed; its kernels run under bf16/fp16 autocast only) or ``"eager"``.
+    The pooling contract is checked (`check_pooling_contract`) before returning.
     """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
     local = Path(model).is_dir()
     rev = {} if local or revision is None else {"revision": revision}
-    model_kwargs = {"trust_remote_code": False, "attn_implementation": "sdpa", **rev}
-    if dtype is not None:
-        model_kwargs["dtype"] = dtype
+    model_kwargs = {"trust_remote_code": False, "attn_implementation": check_attention(attn), "dtype": dtype, **rev}
     transformer = Transformer(str(model), max_seq_length=max_length, model_kwargs=model_kwargs,
                               processor_kwargs={"padding_side": "left", "trust_remote_code": False, **rev},
                               config_kwargs={"trust_remote_code": False, **rev})
@@ -149,9 +178,52 @@ def build_qwen3(model: str | Path = QWEN3_ID, *, device: str = "cpu", max_length
     cfg.use_cache = False  # an encoder needs no generation cache
     pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="lasttoken")
     st = SentenceTransformer(modules=[transformer, pooling, Normalize()], device=device)
-    if st.tokenizer.padding_side != "left":
-        raise ValueError("Qwen3 last-token pooling needs left padding, but the tokenizer pads on the right")
+    check_pooling_contract(st)
     return st
+
+
+# Probe texts: a short one (padded in a batch) and one longer than any max length (truncated).
+_PROBES = ("a", "How do I change the password? " * 700)
+
+
+def check_pooling_contract(model_or_tokenizer) -> None:
+    """Refuse a tokenizer that breaks last-token pooling; return None if it keeps it.
+
+    Last-token pooling takes the hidden state at each row's last position as the
+    embedding. That is right only if (1) padding is on the LEFT, so the last position
+    is never padding, and (2) every text ends with the end token ``<|endoftext|>``,
+    truncated texts included: Qwen3-Embedding was trained to gather the text into
+    that token's state (earlier Qwen3-Embedding tokenizer revisions did not append
+    it). Accepts a SentenceTransformer (probed through ``model.preprocess``, so its
+    ``max_seq_length`` truncation counts) or a transformers tokenizer. Raises
+    ValueError saying which rule is broken, and why it matters.
+    """
+    modules = list(model_or_tokenizer) if hasattr(model_or_tokenizer, "preprocess") else []
+    tokenizer = model_or_tokenizer.tokenizer if modules else model_or_tokenizer
+    pooling = [m for m in modules if type(m).__name__ == "Pooling"]
+    if modules and (not pooling or pooling[0].get_config_dict().get("pooling_mode") != "lasttoken"):
+        raise ValueError("the pooling contract is for last-token pooling, but this model does not pool the last token")
+    if tokenizer.padding_side != "left":
+        raise ValueError(f"Qwen3 last-token pooling needs left padding, but the tokenizer pads on the "
+                         f"{tokenizer.padding_side}: the last position of a shorter text would be padding")
+    eos_id = tokenizer.convert_tokens_to_ids(EOS)
+    if not isinstance(eos_id, int) or tokenizer.convert_ids_to_tokens(eos_id) != EOS:
+        raise ValueError(f"the tokenizer has no end token {EOS}: Qwen3 last-token pooling reads that token's state")
+    if modules:
+        features = model_or_tokenizer.preprocess(list(_PROBES))
+    else:
+        features = tokenizer(list(_PROBES), padding=True, truncation=True, max_length=32, return_tensors="pt")
+    ids, mask = features["input_ids"], features["attention_mask"]
+    if not bool(mask[:, -1].all()):
+        raise ValueError("the tokenizer leaves padding at the end of a row despite padding_side='left': "
+                         "last-token pooling would read padding")
+    for row, name in zip(ids[:, -1].tolist(), ("a short text", "a text truncated at the maximum length")):
+        if row != eos_id:
+            raise ValueError(
+                f"the tokenizer does not end {name} with the end token {EOS} (id {eos_id}); it ends with "
+                f"{tokenizer.convert_ids_to_tokens(row)!r}. Qwen3-Embedding's last-token pooling reads the state "
+                f"of {EOS}, which the model was trained to fill with the whole text; use a tokenizer that "
+                f"appends {EOS} to every text (the pinned revision does)")
 
 
 def count_parameters(module: torch.nn.Module) -> int:

@@ -1,0 +1,97 @@
+"""labs.qwen3 at load: the pooling contract (end token, left padding), float32 weights from a bf16 checkpoint."""
+
+import json
+
+import pytest
+import torch
+
+from labs.gpu import assert_float32_master
+from labs.qwen3 import EOS, build_qwen3, check_attention, check_pooling_contract, write_tiny_qwen3
+
+
+@pytest.fixture(scope="module")
+def tiny_bf16(tmp_path_factory):
+    return write_tiny_qwen3(tmp_path_factory.mktemp("qwen") / "bf16", seed=0, dtype=torch.bfloat16)
+
+
+@pytest.fixture
+def tok(tiny_bf16):
+    """A fresh copy of the saved Qwen tokenizer (loading tokenizer.json is faster than converting the ranks)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(tiny_bf16))
+
+
+def _stored_dtypes(folder) -> set[str]:
+    from safetensors import safe_open
+
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
+        return {str(f.get_slice(k).get_dtype()) for k in f.keys()}
+
+
+def test_a_bf16_checkpoint_loads_with_float32_weights(tiny_bf16):
+    assert _stored_dtypes(tiny_bf16) == {"BF16"}  # stored like the published checkpoint
+    model = build_qwen3(tiny_bf16)
+    assert_float32_master(model)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    low = build_qwen3(tiny_bf16, dtype=torch.bfloat16)  # inference in bf16 is still possible, and caught for training
+    with pytest.raises(TypeError, match="is torch.bfloat16, not torch.float32"):
+        assert_float32_master(low)
+
+
+def test_the_qwen_tokenizer_keeps_the_contract(tok):
+    check_pooling_contract(tok)
+
+
+def test_a_tokenizer_without_the_end_token_is_refused_at_load(tiny_bf16, tmp_path):
+    import shutil
+
+    folder = tmp_path / "no_eos"
+    shutil.copytree(tiny_bf16, folder)
+    spec = json.loads((folder / "tokenizer.json").read_text())
+    spec["post_processor"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                              "use_regex": False}  # what earlier Qwen3-Embedding tokenizer revisions did
+    (folder / "tokenizer.json").write_text(json.dumps(spec))
+    with pytest.raises(ValueError, match=r"does not end a short text with the end token <\|endoftext\|> \(id 151643\)"):
+        build_qwen3(folder)
+
+
+def test_a_different_end_token_is_refused(tok):
+    from tokenizers import processors
+
+    im_end = tok.convert_tokens_to_ids("<|im_end|>")
+    tok.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single="$A <|im_end|>", special_tokens=[("<|im_end|>", im_end)])
+    with pytest.raises(ValueError, match=r"ends with '<\|im_end\|>'"):
+        check_pooling_contract(tok)
+
+
+def test_right_padding_is_refused(tok):
+    tok.padding_side = "right"
+    with pytest.raises(ValueError, match="needs left padding, but the tokenizer pads on the right"):
+        check_pooling_contract(tok)
+
+
+def test_truncation_keeps_the_end_token(tiny_bf16):
+    model = build_qwen3(tiny_bf16, max_length=16)
+    features = model.preprocess(["word " * 100, "short"])
+    assert features["input_ids"].shape[1] == 16
+    assert features["input_ids"][:, -1].tolist() == [model.tokenizer.convert_tokens_to_ids(EOS)] * 2
+
+
+def test_a_model_that_does_not_pool_the_last_token_is_refused():
+    from labs.pooling import load_minilm
+
+    with pytest.raises(ValueError, match="last-token pooling"):
+        check_pooling_contract(load_minilm("cpu"))
+
+
+def test_check_attention():
+    assert check_attention("sdpa") == "sdpa"
+    with pytest.raises(ValueError, match="attention must be one of"):
+        check_attention("flash")
+    from transformers.utils import is_flash_attn_2_available
+
+    if not is_flash_attn_2_available():
+        with pytest.raises(ValueError, match="flash-attn"):
+            check_attention("flash_attention_2")
