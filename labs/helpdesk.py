@@ -22,8 +22,10 @@ train_pairs.jsonl  query (str), positive (str), doc_id (str),           a traini
 =================  ===================================================  ==========================
 
 ``split`` is one of ``train``, ``val``, ``test``. ``group`` is the unit that is kept
-whole across the split (here a product). `load_dataset` checks the rules listed
-in `validate` and raises `DataError` (a ValueError) naming the file and line.
+whole across the split (here a product). Files are UTF-8 (a leading byte-order
+mark is accepted); fields beyond the listed ones are ignored. `load_dataset`
+checks the rules listed in `read_jsonl` and `validate` and raises `DataError`
+(a ValueError) naming the file and line.
 
 Relations: the same format as the fine-tuning chapter this lab follows; the
 splits feed `labs.metrics` (baselines) and `labs.finetune` (training).
@@ -51,6 +53,7 @@ __all__ = [
     "load_dataset",
     "file_sha256",
     "data_hashes",
+    "has_instruction",
 ]
 
 SPLITS = ("train", "val", "test")
@@ -176,37 +179,69 @@ _SCHEMA = {
 }
 
 
+def has_instruction(text: str) -> bool:
+    """True when ``text`` already carries a query instruction (starts with ``Instruct:``, spaces ignored)."""
+    return text.lstrip().startswith("Instruct:")
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    keys = [k for k, _ in pairs]
+    twice = next((k for k in keys if keys.count(k) > 1), None)
+    if twice is not None:
+        raise ValueError(f"field {twice!r} appears twice in one object")
+    return dict(pairs)
+
+
+def _lines(path: Path):
+    """(line number, text) of a UTF-8 file; DataError naming line and byte offset for a byte that is not UTF-8."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise DataError(path.name, None, f"cannot read {str(path)!r}: {err.strerror}") from None
+    offset = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a UTF-8 byte-order mark is accepted
+    for n, raw in enumerate(data[offset:].split(b"\n"), start=1):
+        try:
+            yield n, raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataError(path.name, n, f"byte 0x{raw[err.start]:02x} at byte offset {offset + err.start} of the "
+                            f"file (column {err.start + 1} of the line) is not valid UTF-8; save the file as "
+                            "UTF-8") from None
+        offset += len(raw) + 1
+
+
 def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
     """Rows of a JSONL file as (line number, object); blank lines are skipped.
 
-    Raises DataError for a missing file, malformed JSON, a row that is not an
-    object, or a missing / wrongly typed field (checked for the three known files).
+    Raises DataError for a missing file, a byte that is not UTF-8, malformed JSON,
+    a key given twice in one object, a row that is not an object, or a missing /
+    wrongly typed / empty field (checked for the three known files).
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(path.name, None, f"file not found at {str(path)!r}")
     schema = _SCHEMA.get(path.name)
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(path.name, n, f"malformed JSON ({err.msg} at column {err.colno})") from None
-            if not isinstance(row, dict):
-                raise DataError(path.name, n, f"expected a JSON object, got {type(row).__name__}")
-            for field, kind in (schema or {}).items():
-                if field not in row:
-                    raise DataError(path.name, n, f"missing field {field!r}")
-                value = row[field]
-                if not isinstance(value, kind):
-                    raise DataError(path.name, n,
-                                    f"field {field!r} must be {kind.__name__}, got {type(value).__name__}")
-                if kind is str and not value.strip():
-                    raise DataError(path.name, n, f"field {field!r} is empty")
-            rows.append((n, row))
+    for n, line in _lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line, object_pairs_hook=_unique_keys)
+        except json.JSONDecodeError as err:
+            raise DataError(path.name, n, f"malformed JSON ({err.msg} at column {err.colno})") from None
+        except ValueError as err:
+            raise DataError(path.name, n, str(err)) from None
+        if not isinstance(row, dict):
+            raise DataError(path.name, n, f"expected a JSON object, got {type(row).__name__}")
+        for field, kind in (schema or {}).items():
+            if field not in row:
+                raise DataError(path.name, n, f"missing field {field!r}")
+            value = row[field]
+            if not isinstance(value, kind):
+                raise DataError(path.name, n,
+                                f"field {field!r} must be {kind.__name__}, got {type(value).__name__}")
+            if kind is str and not value.strip():
+                raise DataError(path.name, n, f"field {field!r} is empty")
+        rows.append((n, row))
     return rows
 
 
@@ -216,8 +251,11 @@ def validate(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]],
 
     Rules: split values are train/val/test; ids are unique; a group stays in one split;
     every split has documents; val and test have queries; relevant_doc_ids is a
-    non-empty list of corpus ids from the query's own split; a training pair points at a
-    train document of the same group with exactly its text; at least two distinct positives.
+    non-empty list of distinct corpus ids from the query's own split; a training pair points at a
+    train document of the same group with exactly its text; at least two distinct positives;
+    no query or pair already carries an ``Instruct:`` prefix (it is added once, at encoding);
+    the same text (case and spacing ignored) is never in two splits, neither among documents
+    nor among queries and training-pair queries.
     """
     docs: dict[str, dict] = {}
     doc_line: dict[str, int] = {}
@@ -248,6 +286,9 @@ def validate(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]],
         rel = row["relevant_doc_ids"]
         if not rel or not all(isinstance(r, str) for r in rel):
             raise DataError("queries.jsonl", n, "relevant_doc_ids must be a non-empty list of doc_id strings")
+        twice = next((r for i, r in enumerate(rel) if r in rel[:i]), None)
+        if twice is not None:
+            raise DataError("queries.jsonl", n, f"relevant_doc_ids lists {twice!r} twice; list each doc_id once")
         for doc_id in rel:
             if doc_id not in docs:
                 raise DataError("queries.jsonl", n, f"relevant doc_id {doc_id!r} is not in corpus.jsonl")
@@ -276,13 +317,47 @@ def validate(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]],
     if len({row["doc_id"] for _, row in pairs}) < 2:
         raise DataError("train_pairs.jsonl", None, "fewer than two distinct positives: a contrastive batch needs "
                         "at least two different documents")
+    _check_instructions(queries, pairs)
+    _check_texts_stay_in_one_split(corpus, queries, pairs)
+
+
+def _check_instructions(queries: list[tuple[int, dict]], pairs: list[tuple[int, dict]]) -> None:
+    for name, rows, field in (("queries.jsonl", queries, "text"), ("train_pairs.jsonl", pairs, "query")):
+        for n, row in rows:
+            if has_instruction(row[field]):
+                raise DataError(name, n, f"field {field!r} already starts with 'Instruct:'; give the bare "
+                                "question: the instruction is added once, when queries are encoded")
+
+
+def _key(text: str) -> str:
+    """The text compared across splits: case folded, runs of spaces collapsed."""
+    return " ".join(text.split()).casefold()
+
+
+def _check_texts_stay_in_one_split(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]],
+                                   pairs: list[tuple[int, dict]]) -> None:
+    """The same document text, or the same query text, in two splits leaks an answer: refuse naming both places."""
+    groups = (
+        [("corpus.jsonl", n, r["split"], r["text"]) for n, r in corpus],
+        [("queries.jsonl", n, r["split"], r["text"]) for n, r in queries]
+        + [("train_pairs.jsonl", n, "train", r["query"]) for n, r in pairs],
+    )
+    for rows in groups:
+        first: dict[str, tuple[str, int, str]] = {}
+        for name, n, split, text in rows:
+            seen = first.setdefault(_key(text), (name, n, split))
+            if seen[2] != split:
+                raise DataError(name, n, f"the same text is in split {split!r} here and in split {seen[2]!r} at "
+                                f"{seen[0]} line {seen[1]} (case and spacing ignored): a text in two splits "
+                                "leaks answers between them")
 
 
 def load_dataset(folder: str | Path) -> HelpdeskData:
     """Read and validate the three JSONL files of a data folder."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise ValueError(f"data folder {str(folder)!r} does not exist")
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise ValueError(f"data folder {str(folder)!r} {what}")
     corpus, queries, pairs = (read_jsonl(folder / name) for name in FILES)
     validate(corpus, queries, pairs)
     return HelpdeskData([r for _, r in corpus], [r for _, r in queries], [r for _, r in pairs])

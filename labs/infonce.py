@@ -114,28 +114,54 @@ def positive_share(pos: float, negs: Sequence[float], tau: float) -> float:
     return float(np.exp(log_softmax_rows(Z)[0, 0]))
 
 
+def _check_embeddings(queries, docs, normalize: bool) -> None:
+    """Refuse what would give a NaN or a silently wrong loss, naming the argument."""
+    for name, x in (("queries", queries), ("docs", docs)):
+        if not isinstance(x, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if queries.ndim != 2 or docs.ndim != 2:
+        raise ValueError(f"queries and docs must be 2-D (rows x dim), got shapes {tuple(queries.shape)} "
+                         f"and {tuple(docs.shape)}")
+    for name, x in (("queries", queries), ("docs", docs)):
+        if not x.is_floating_point():
+            raise ValueError(f"{name} must be a floating-point tensor, got {x.dtype}")
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name} contains NaN or infinite entries")
+    if queries.shape[0] == 0:
+        raise ValueError("queries has no rows: a batch needs at least one query")
+    if queries.shape[1] != docs.shape[1] or queries.shape[1] == 0:
+        raise ValueError(f"queries and docs must share a dimension >= 1, got {queries.shape[1]} and {docs.shape[1]}")
+    if docs.shape[0] < queries.shape[0]:
+        raise ValueError(f"docs has {docs.shape[0]} rows but queries has {queries.shape[0]}: need M >= B")
+    if queries.dtype != docs.dtype or queries.device != docs.device:
+        raise ValueError(f"queries and docs must share dtype and device, got {queries.dtype} on {queries.device} "
+                         f"and {docs.dtype} on {docs.device}")
+    if normalize:
+        for name, x in (("queries", queries), ("docs", docs)):
+            zero = torch.nonzero(x.detach().abs().amax(dim=1) == 0)
+            if len(zero):
+                raise ValueError(f"{name} row {int(zero[0, 0])} is all zeros: it has no direction to normalise")
+
+
 def info_nce_torch(
     queries: torch.Tensor, docs: torch.Tensor, tau: float, *, normalize: bool = True
 ) -> torch.Tensor:
-    """InfoNCE on embeddings with ``cross_entropy``: queries (B, d), docs (M, d), M >= B.
+    """InfoNCE on embeddings with ``cross_entropy``: queries (B, d), docs (M, d), M >= B >= 1.
 
     Row i of ``queries`` is paired with row i of ``docs``; rows B..M-1 of ``docs``
     are extra negatives. With ``normalize=True`` the scores are cosines, as in
     sentence-transformers' MultipleNegativesRankingLoss with ``scale = 1 / tau``.
-    Returns a scalar tensor that autograd can differentiate.
+    Returns a scalar tensor that autograd can differentiate. Refuses, like `info_nce`,
+    an empty batch, NaN or infinite entries, a tau that is not a finite number > 0,
+    and a tau so small that the scores overflow.
     """
     tau = check_tau(tau)
-    if queries.ndim != 2 or docs.ndim != 2:
-        raise ValueError(
-            f"queries and docs must be 2-D (rows x dim), got shapes {tuple(queries.shape)} and {tuple(docs.shape)}"
-        )
-    if queries.shape[1] != docs.shape[1]:
-        raise ValueError(f"queries and docs must share the dimension, got {queries.shape[1]} and {docs.shape[1]}")
-    if docs.shape[0] < queries.shape[0]:
-        raise ValueError(f"docs has {docs.shape[0]} rows but queries has {queries.shape[0]}: need M >= B")
+    _check_embeddings(queries, docs, normalize)
     if normalize:
         queries, docs = F.normalize(queries, dim=-1), F.normalize(docs, dim=-1)
     logits = queries @ docs.T / tau
+    if not bool(torch.isfinite(logits.detach()).all()):
+        raise ValueError(f"tau={tau!r} is too small for these scores: scores / tau overflows {logits.dtype}")
     labels = torch.arange(queries.shape[0], device=queries.device)
     return F.cross_entropy(logits, labels)
 

@@ -12,8 +12,9 @@ Shapes
 =========  ==========================  =============================================
 name       type                        meaning
 =========  ==========================  =============================================
-rankings   dict[str, list[str]]        query id -> doc ids, best first
-qrels      dict[str, set[str]]         query id -> the relevant doc ids (non-empty)
+rankings   dict[str, list[str]]        query id -> distinct doc ids, best first
+qrels      dict[str, set[str]]         query id -> the relevant doc ids (non-empty; a set,
+                                       or a list without repeats; never a string)
 k          int >= 1                    how many top results count
 scores     (Q, N) array                query x document similarity
 doc_ids    list[str] of length N       column -> doc id
@@ -46,19 +47,38 @@ __all__ = [
 ]
 
 
-def _check(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]], k: int) -> None:
+def _check_k(k, name: str = "k") -> None:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        raise ValueError(f"{name} must be an integer >= 1, got {k!r}")
+
+
+def _check(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]], k: int) -> None:
+    """Refuse input that would score silently wrong: a string or dict where a collection of ids
+    belongs (substring matches, graded judgments), duplicate ids, ids that are not strings."""
+    _check_k(k)
+    for name, value in (("rankings", rankings), ("qrels", qrels)):
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{name} must be a mapping from query id to doc ids, got {type(value).__name__}")
     if not qrels:
         raise ValueError("qrels is empty: there are no queries to average over")
     for qid, rel in qrels.items():
+        if isinstance(rel, (str, bytes, Mapping)) or not isinstance(rel, (set, frozenset, list, tuple)):
+            raise ValueError(f"qrels[{qid!r}] must be a set (or list) of relevant doc ids, got {type(rel).__name__}"
+                             + ("; give the ids whose grade counts as relevant" if isinstance(rel, Mapping) else ""))
         if not rel:
             raise ValueError(f"qrels[{qid!r}] is empty: every query needs at least one relevant doc id")
+        bad = next((d for d in rel if not isinstance(d, str)), None)
+        if bad is not None:
+            raise ValueError(f"qrels[{qid!r}] holds {bad!r} ({type(bad).__name__}): doc ids are strings")
+        if len(set(rel)) != len(rel):
+            twice = next(d for i, d in enumerate(rel) if d in list(rel)[:i])
+            raise ValueError(f"qrels[{qid!r}] lists {twice!r} twice: list each relevant doc id once")
         if qid not in rankings:
             raise ValueError(f"rankings has no entry for query {qid!r} from qrels")
         ranked = rankings[qid]
-        if isinstance(ranked, str) or len(set(ranked)) != len(ranked):
-            raise ValueError(f"rankings[{qid!r}] must be a list of distinct doc ids")
+        if (isinstance(ranked, (str, bytes, Mapping)) or not isinstance(ranked, Sequence)
+                or not all(isinstance(d, str) for d in ranked) or len(set(ranked)) != len(ranked)):
+            raise ValueError(f"rankings[{qid!r}] must be a list of distinct doc ids (strings)")
 
 
 def recall_at_k(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]], k: int) -> float:
@@ -93,6 +113,10 @@ def ndcg_at_k(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str
 def retrieval_metrics(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]],
                       ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
     """All three metrics at each k, keyed like ``"recall@5"``, ``"mrr@5"``, ``"ndcg@5"``."""
+    if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks:
+        raise ValueError(f"ks must be a non-empty list of integers >= 1, got {ks!r}")
+    for k in ks:
+        _check_k(k, "every k in ks")
     out = {}
     for k in ks:
         out[f"recall@{k}"] = recall_at_k(rankings, qrels, k)
@@ -113,8 +137,8 @@ def rank_documents(scores: np.ndarray, doc_ids: Sequence[str], query_ids: Sequen
                          f"({len(query_ids)}, {len(doc_ids)}), got {scores.shape}")
     if not np.all(np.isfinite(scores)):
         raise ValueError("scores contains NaN or infinite entries")
-    if k is not None and (k < 1 or isinstance(k, bool)):
-        raise ValueError(f"k must be None or an integer >= 1, got {k!r}")
+    if k is not None:
+        _check_k(k, "k (None for all)")
     ids = np.asarray(doc_ids, dtype=object)
     by_id = np.argsort(ids.astype(str), kind="stable")  # ascending doc id
     out = {}
@@ -135,13 +159,24 @@ def tfidf_scores(corpus_texts: Sequence[str], query_texts: Sequence[str]) -> np.
 
 
 def bm25_scores(corpus_texts: Sequence[str], query_texts: Sequence[str]) -> np.ndarray:
-    """BM25 scores (Q, N) from the ``bm25s`` package (Lucene variant, English stop words removed)."""
+    """BM25 scores (Q, N) from the ``bm25s`` package (Lucene variant, English stop words removed).
+
+    A query with no BM25 token (only stop words, one-letter words, punctuation or emoji,
+    e.g. ``"I"``, ``"???"``) matches nothing: its row is all zeros, so `rank_documents`
+    lists the corpus in ascending doc id order. A corpus with no token at all is refused.
+    """
     import bm25s
 
+    if not corpus_texts:
+        raise ValueError("corpus_texts is empty: there is nothing to rank")
+    corpus_tokens = bm25s.tokenize(list(corpus_texts), show_progress=False)
+    if not corpus_tokens.vocab:
+        raise ValueError("no document of the corpus has a BM25 token (all stop words, single letters or symbols)")
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(list(corpus_texts), show_progress=False), show_progress=False)
+    retriever.index(corpus_tokens, show_progress=False)
     tokens = bm25s.tokenize(list(query_texts), show_progress=False, return_ids=False)
-    return np.stack([retriever.get_scores(t) for t in tokens]).astype(np.float64)
+    rows = [retriever.get_scores(t) if t else np.zeros(len(corpus_texts)) for t in tokens]
+    return np.stack(rows).astype(np.float64) if rows else np.zeros((0, len(corpus_texts)))
 
 
 def baseline_rankings(method: str, corpus: Sequence[dict], queries: Sequence[dict]) -> dict[str, list[str]]:
