@@ -63,7 +63,7 @@ DEFAULT_SPLITS: dict[str, str] = {"scipy": "train", "torch": "train", "numpy": "
 NEAR_DUPLICATE = 0.8          # TF-IDF cosine at or above which two documents count as one
 _SKIP_MODULES = {"conftest", "tests", "testing", "distutils", "f2py", "externals", "typing", "version",
                  "setup", "compat", "return_types"}
-_MAX_DOC_CHARS = 600
+_MAX_DOC_CHARS = 400
 _MIN_DOC_WORDS = 12
 
 _HEADER = re.compile(r"^(Parameters|Returns?|Yields|Raises|Warns|Warnings?|See Also|Notes?|References|"
@@ -103,7 +103,7 @@ def split_docstring(doc: str | None) -> tuple[str, str] | None:
 
     The summary is the first paragraph that is not a signature; the document is
     the paragraphs after it up to the first section header, directive, doctest
-    or literal block, without markup, cut to 600 characters at a sentence end.
+    or literal block, without markup, cut to 400 characters at a sentence end.
     """
     if not doc or not isinstance(doc, str):
         return None
@@ -294,3 +294,51 @@ def build_docs_dataset(out: str | Path, splits: Mapping[str, str] | None = None,
             "max_doc_chars": _MAX_DOC_CHARS}
     (folder / "metadata.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     return meta
+
+
+# ---- the experiment's results file (benchmarks/docs_experiment.py writes it) ---------------
+
+RESULTS_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "docs_experiment.json"
+METRICS = ("recall@1", "recall@10", "mrr@10", "ndcg@10")
+
+
+def load_results(path: str | Path = RESULTS_PATH) -> dict:
+    """The experiment's results as a dict; ValueError naming the file if it is missing or incomplete.
+
+    Keys: ``test`` (condition -> metric -> {mean, ci95, seed_sd, per_seed}), ``differences``
+    (paired, e.g. ``"mnrl_hn - mnrl"``), ``curves`` (validation per step), ``mining``,
+    ``data``, ``settings``, ``versions``, ``code``, ``run_time_s``, ``command``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"results file {str(path)!r} not found: run python benchmarks/docs_experiment.py")
+    results = json.loads(path.read_text(encoding="utf-8"))
+    missing = [k for k in ("test", "differences", "curves", "settings", "versions", "code") if k not in results]
+    if missing:
+        raise ValueError(f"{path.name}: missing keys {missing}; regenerate it with python benchmarks/docs_experiment.py")
+    return results
+
+
+def results_summary(results: Mapping) -> str:
+    """A printable summary (80 columns): test means with 95% bootstrap CIs, seed spread, paired gains."""
+    data, settings = results["data"], results["settings"]
+    lines = [f"test: {data['test_queries']} queries from {', '.join(data['test_libraries'])}, each against "
+             f"the {data['test_documents']} test documents",
+             f"trained: {len(settings['seeds'])} seeds x {settings['steps']} steps of {settings['batch_size']} "
+             f"pairs; CIs: bootstrap over queries", "",
+             f"{'condition':<12}" + "".join(f"{m:>10}" for m in METRICS)]
+    for name, row in results["test"].items():
+        lines.append(f"{name:<12}" + "".join(f"{row[m]['mean']:>10.3f}" for m in METRICS))
+    lines += ["", f"{'mrr@10':<12}{'mean':>8}{'95% CI':>17}{'seed sd':>9}  per seed"]
+    for name, row in results["test"].items():
+        cell = row["mrr@10"]
+        seeds = " ".join(f"{v:.3f}" for v in cell["per_seed"]) if len(cell["per_seed"]) > 1 else "-"
+        sd = f"{cell['seed_sd']:.3f}" if cell["seed_sd"] is not None else "-"
+        lines.append(f"{name:<12}{cell['mean']:>8.3f}   [{cell['ci95'][0]:.3f}, {cell['ci95'][1]:.3f}]{sd:>9}  {seeds}")
+    lines += ["", f"{'paired gain':<26}" + "".join(f"{m:>13}" for m in ("recall@1", "mrr@10"))]
+    for name, row in results["differences"].items():
+        lines.append(f"{name:<26}" + "".join(
+            f"{row[m]['mean']:>+7.3f} {'*' if row[m]['ci95'][0] > 0 or row[m]['ci95'][1] < 0 else ' ':<5}"
+            for m in ("recall@1", "mrr@10")))
+    lines.append("* its 95% CI excludes 0")
+    return "\n".join(lines)
