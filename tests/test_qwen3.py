@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from labs.gpu import assert_float32_master
-from labs.qwen3 import EOS, build_qwen3, check_attention, check_pooling_contract, write_tiny_qwen3
+from labs.qwen3 import EOS, build_qwen3, build_random_qwen3, check_attention, check_pooling_contract, write_tiny_qwen3
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +95,19 @@ def test_check_attention():
     if not is_flash_attn_2_available():
         with pytest.raises(ValueError, match="flash-attn"):
             check_attention("flash_attention_2")
+
+
+def test_build_random_qwen3_is_assembled_like_build_qwen3(tiny_bf16):
+    model = build_random_qwen3("tiny", device="cpu", max_length=16, seed=1)
+    reference = build_qwen3(tiny_bf16, max_length=16)
+    assert [type(m).__name__ for m in model] == [type(m).__name__ for m in reference]
+    assert model[1].get_config_dict() == reference[1].get_config_dict()
+    auto = model[0].auto_model
+    assert auto.config._attn_implementation == "sdpa" and auto.config.num_hidden_layers == 2
+    assert_float32_master(model)
+    assert {p.device.type for p in model.parameters()} == {"cpu"}
+    again = build_random_qwen3("tiny", device="cpu", max_length=16, seed=1)
+    assert torch.equal(auto.embed_tokens.weight, again[0].auto_model.embed_tokens.weight)  # seeded
+    assert not torch.equal(auto.embed_tokens.weight, reference[0].auto_model.embed_tokens.weight.float())
+    emb = model.encode(["a question", "a much longer question about passwords"], convert_to_tensor=True)
+    assert emb.shape == (2, 64) and torch.allclose(emb.norm(dim=1), torch.ones(2), atol=1e-5)
