@@ -49,18 +49,24 @@ def _write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _read_json(path: Path, what: str):
-    """Parse a JSON file; ValueError naming the file for a missing, unreadable or malformed one."""
+    """Parse a JSON file; ValueError naming the file for a missing, unreadable or malformed one (NaN refused)."""
     if not path.is_file():
         raise ValueError(f"{what} is missing from {str(path.parent)!r}")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError as err:
         raise ValueError(f"{what}: byte offset {err.start} is not valid UTF-8") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{what}: malformed JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     except OSError as err:
         raise ValueError(f"{what}: cannot read it ({err.strerror})") from None
+    except (ValueError, RecursionError) as err:
+        raise ValueError(f"{what}: malformed JSON ({err})") from None
 
 
 def contract_digest(contract: dict) -> str:

@@ -180,8 +180,9 @@ _SCHEMA = {
 
 
 def has_instruction(text: str) -> bool:
-    """True when ``text`` already carries a query instruction (starts with ``Instruct:``, spaces ignored)."""
-    return text.lstrip().startswith("Instruct:")
+    """True when ``text`` already carries a query instruction (starts with ``Instruct:``; case and
+    leading spaces ignored)."""
+    return text.lstrip()[:9].casefold() == "instruct:"
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
@@ -190,6 +191,14 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     if twice is not None:
         raise ValueError(f"field {twice!r} appears twice in one object")
     return dict(pairs)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _lines(path: Path):
@@ -230,6 +239,8 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
             raise DataError(path.name, n, f"malformed JSON ({err.msg} at column {err.colno})") from None
         except ValueError as err:
             raise DataError(path.name, n, str(err)) from None
+        except RecursionError:
+            raise DataError(path.name, n, "JSON nested too deeply") from None
         if not isinstance(row, dict):
             raise DataError(path.name, n, f"expected a JSON object, got {type(row).__name__}")
         for field, kind in (schema or {}).items():
@@ -241,6 +252,10 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
                                 f"field {field!r} must be {kind.__name__}, got {type(value).__name__}")
             if kind is str and not value.strip():
                 raise DataError(path.name, n, f"field {field!r} is empty")
+            for text in (value if kind is list else [value]):
+                if isinstance(text, str) and not _encodable(text):
+                    raise DataError(path.name, n, f"field {field!r} holds an unpaired surrogate escape (like "
+                                    "\\ud800): not a character")
         rows.append((n, row))
     return rows
 

@@ -190,7 +190,7 @@ def load_index(run: str | Path, device: str = "cpu"):
 
 def search(run: str | Path, query: str, k: int = 5, device: str = "cpu") -> list[tuple[str, float]]:
     """The top ``k`` (doc id, cosine) for one query against a verified run's index."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     _check_device(device)
     if not isinstance(query, str) or not query.strip():
@@ -223,6 +223,8 @@ def evaluate(run: str | Path, data: str | Path, split: str = "val", device: str 
             raise ValueError(f"{path.name} already exists in {str(run)!r}: the {split} split was evaluated "
                              "already; nothing was overwritten")
     contract = verify_contract(run)
+    if not data_dir.is_dir():
+        raise ValueError(f"data folder {str(data_dir)!r} does not exist or is not a folder")
     for name in ("corpus.jsonl", "queries.jsonl"):
         if not (data_dir / name).is_file():
             raise ValueError(f"{name}: file not found at {str(data_dir / name)!r}")
@@ -244,7 +246,7 @@ def evaluate(run: str | Path, data: str | Path, split: str = "val", device: str 
 
 
 def _check_batch_size(batch_size: int) -> None:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
 
 

@@ -48,6 +48,8 @@ __all__ = [
 def check_tau(tau: float, name: str = "tau") -> float:
     """Return ``tau`` as a float, or raise ValueError if it is not a finite number > 0."""
     try:
+        if isinstance(tau, (bool, str)):
+            raise TypeError(tau)
         value = float(tau)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number > 0, got {tau!r}") from None

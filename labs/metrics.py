@@ -137,6 +137,10 @@ def rank_documents(scores: np.ndarray, doc_ids: Sequence[str], query_ids: Sequen
                          f"({len(query_ids)}, {len(doc_ids)}), got {scores.shape}")
     if not np.all(np.isfinite(scores)):
         raise ValueError("scores contains NaN or infinite entries")
+    for name, ids in (("doc_ids", doc_ids), ("query_ids", query_ids)):
+        if len(set(ids)) != len(ids):
+            twice = next(x for i, x in enumerate(ids) if x in list(ids)[:i])
+            raise ValueError(f"{name} lists {twice!r} twice: ids must be unique")
     if k is not None:
         _check_k(k, "k (None for all)")
     ids = np.asarray(doc_ids, dtype=object)
@@ -184,5 +188,17 @@ def baseline_rankings(method: str, corpus: Sequence[dict], queries: Sequence[dic
     scorers = {"tfidf": tfidf_scores, "bm25": bm25_scores}
     if method not in scorers:
         raise ValueError(f"method must be one of {sorted(scorers)}, got {method!r}")
-    scores = scorers[method]([d["text"] for d in corpus], [q["text"] for q in queries])
-    return rank_documents(scores, [d["doc_id"] for d in corpus], [q["query_id"] for q in queries])
+    doc_ids, doc_texts = _column(corpus, "corpus", "doc_id"), _column(corpus, "corpus", "text")
+    query_ids, query_texts = _column(queries, "queries", "query_id"), _column(queries, "queries", "text")
+    return rank_documents(scorers[method](doc_texts, query_texts), doc_ids, query_ids)
+
+
+def _column(rows: Sequence[dict], name: str, field: str) -> list[str]:
+    """The string ``field`` of every row; ValueError naming the row otherwise."""
+    out = []
+    for i, row in enumerate(rows):
+        value = row.get(field) if isinstance(row, Mapping) else None
+        if not isinstance(value, str):
+            raise ValueError(f"{name}[{i}] needs a string field {field!r}, got {row!r:.80}")
+        out.append(value)
+    return out

@@ -243,7 +243,9 @@ def test_a_listed_path_may_not_leave_the_run(run):
 @pytest.mark.parametrize("text, message", [
     ("{not json", "index_contract.json: malformed JSON"),
     ("[1, 2]", "index_contract.json must hold a JSON object, got list"),
-])
+    ('{"complete": true, "max_length": NaN}', "index_contract.json: malformed JSON .*NaN is not a JSON number"),
+    ("[" * 100_000, "index_contract.json: malformed JSON"),
+], ids=["malformed", "list", "nan", "deep"])
 def test_an_unreadable_contract_is_named(run, text, message):
     (run / CONTRACT).write_text(text)
     refused(run, message)
@@ -276,6 +278,11 @@ def test_evaluate_refuses_another_corpus_and_a_data_folder_without_queries(run, 
     (other / "queries.jsonl").unlink()
     with pytest.raises(ValueError, match="queries.jsonl: file not found"):
         evaluate(run, other, "val")
+
+
+def test_evaluate_refuses_a_missing_data_folder(run, tmp_path):
+    with pytest.raises(ValueError, match="data folder .* does not exist or is not a folder"):
+        evaluate(run, tmp_path / "nowhere", "val")
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -351,7 +358,7 @@ def test_latin1_text_is_refused_and_a_byte_order_mark_is_accepted(data):
 @pytest.mark.parametrize("name, field, index", [
     ("train_pairs.jsonl", "query", 2), ("queries.jsonl", "text", 110), ("queries.jsonl", "text", 0),
     ("queries.jsonl", "text", 179)], ids=["pair", "val-query", "train-query", "test-query"])
-@pytest.mark.parametrize("prefix", ["Instruct: find the article\nQuery:", "  Instruct:x "])
+@pytest.mark.parametrize("prefix", ["Instruct: find the article\nQuery:", "  Instruct:x ", "instruct: "])
 def test_a_query_that_already_carries_the_instruction_is_refused_at_load(data, name, field, index, prefix):
     rows = _rows(data, name)
     rows[index][field] = prefix + rows[index][field]
@@ -406,6 +413,18 @@ def test_a_key_twice_in_one_object_and_a_repeated_relevant_id_are_refused(data, 
     data_refused(other, "queries.jsonl line 6: relevant_doc_ids lists 'aster-reset' twice")
 
 
+def test_deep_nesting_and_unpaired_surrogates_are_named(data, tmp_path):
+    lines = (data / "corpus.jsonl").read_text().splitlines()
+    lines[3] = "[" * 100_000
+    (data / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    data_refused(data, "corpus.jsonl line 4: (JSON nested too deeply|malformed JSON)")
+    other = write_dataset(make_helpdesk(), tmp_path / "other")
+    lines = (other / "queries.jsonl").read_text().splitlines()
+    lines[2] = lines[2].replace('"text": "', '"text": "\\ud800')
+    (other / "queries.jsonl").write_text("\n".join(lines) + "\n")
+    data_refused(other, "queries.jsonl line 3: field 'text' holds an unpaired surrogate")
+
+
 def test_a_data_path_that_is_a_file(data):
     with pytest.raises(ValueError, match="is not a folder"):
         load_dataset(data / "corpus.jsonl")
@@ -436,7 +455,7 @@ def test_info_nce_torch_refuses_what_info_nce_refuses(queries, docs, message):
         info_nce_torch(queries, docs, 0.1)
 
 
-@pytest.mark.parametrize("tau", [0.0, -0.5, float("nan"), float("inf"), "0.1x", None])
+@pytest.mark.parametrize("tau", [0.0, -0.5, float("nan"), float("inf"), "0.1x", "0.1", None, True])
 def test_info_nce_torch_bad_tau_names_tau(tau):
     with pytest.raises(ValueError, match="tau must be"):
         info_nce_torch(_emb(), _emb(), tau)
@@ -496,6 +515,24 @@ def test_k_must_be_a_positive_int_everywhere(k):
     with pytest.raises(ValueError, match="ks"):
         retrieval_metrics(RANKINGS, {"a": {"d1"}}, [1, k])
     assert recall_at_k(RANKINGS, {"a": {"d1"}}, np.int64(1)) == 1.0  # NumPy integers are integers
+
+
+def test_rank_documents_refuses_repeated_ids():
+    with pytest.raises(ValueError, match="doc_ids lists 'd1' twice"):
+        rank_documents(np.zeros((1, 3)), ["d1", "d2", "d1"], ["a"])
+    with pytest.raises(ValueError, match="query_ids lists 'a' twice"):
+        rank_documents(np.zeros((2, 2)), ["d1", "d2"], ["a", "a"])
+
+
+@pytest.mark.parametrize("corpus, queries, message", [
+    ([{"doc_id": "d", "body": "x"}], [{"query_id": "q", "text": "x"}], r"corpus\[0\] needs a string field 'text'"),
+    ([{"doc_id": "d", "text": "x"}], [{"text": "x"}], r"queries\[0\] needs a string field 'query_id'"),
+    ([{"doc_id": 3, "text": "x"}], [{"query_id": "q", "text": "x"}], r"corpus\[0\] needs a string field 'doc_id'"),
+    (["just text"], [{"query_id": "q", "text": "x"}], r"corpus\[0\] needs a string field"),
+])
+def test_baseline_rankings_names_a_row_without_its_fields(corpus, queries, message):
+    with pytest.raises(ValueError, match=message):
+        baseline_rankings("tfidf", corpus, queries)
 
 
 def test_retrieval_metrics_needs_some_ks():
