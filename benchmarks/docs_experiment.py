@@ -33,6 +33,7 @@ script and of labs/docs_corpus.py; tests/test_docs_corpus.py checks them.
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import os
@@ -136,8 +137,8 @@ def mine(model, pairs: list[dict], docs: list[dict], relative_margin: float | No
                   "negatives_above_95pct_of_positive": close}
 
 
-def train_one(rows: list[dict], seed: int, args, val_view) -> tuple[object, list[dict]]:
-    """Fine-tune a fresh MiniLM on ``rows`` (anchor, positive[, negative]); return it and its validation curve."""
+def train_one(base, rows: list[dict], seed: int, args, val_view) -> tuple[object, list[dict]]:
+    """Fine-tune a copy of the untouched ``base`` on ``rows`` (anchor, positive[, negative]); return it and its curve."""
     from datasets import Dataset
     from sentence_transformers.base import BatchSamplers
     from sentence_transformers.sentence_transformer import (SentenceTransformerTrainer,
@@ -145,11 +146,8 @@ def train_one(rows: list[dict], seed: int, args, val_view) -> tuple[object, list
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from transformers import PrinterCallback, TrainerCallback
 
-    from labs.pooling import load_minilm
-
     torch.manual_seed(seed)
-    model = load_minilm()
-    model.max_seq_length = args.max_seq_length
+    model = copy.deepcopy(base)
     curve: list[dict] = []
 
     class Curve(TrainerCallback):
@@ -236,7 +234,6 @@ def run(args) -> dict:
     start_point = val_point(base, val_view, 0)
     rows_hn, mining_hn = mine(base, pairs, train_docs, None)
     rows_filt, mining_filt = mine(base, pairs, train_docs, MARGIN)
-    del base
     plain = [{"anchor": p["query"], "positive": p["positive"]} for p in pairs]
     rows_of = {"mnrl": plain, "mnrl_hn": rows_hn, "mnrl_hn_filt": rows_filt}
 
@@ -246,7 +243,7 @@ def run(args) -> dict:
         curves[condition] = {}
         for seed in args.seeds:
             t0 = time.perf_counter()
-            model, curve = train_one(rows_of[condition], seed, args, val_view)
+            model, curve = train_one(base, rows_of[condition], seed, args, val_view)
             for m, v in per_query(model_rankings(model, test_view[0], test_view[1]), qrels).items():
                 per[condition][m].append(v)
             curves[condition][str(seed)] = [start_point] + curve
@@ -312,9 +309,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    results = run(parse(argv))
+    args = parse(argv)
+    results = run(args)
     print(results_summary(results))
-    print(f"run time {results['run_time_s']} s; wrote {parse(argv).out}")
+    print(f"run time {results['run_time_s']} s; wrote {args.out}")
     return results
 
 
