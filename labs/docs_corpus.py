@@ -69,13 +69,13 @@ _MIN_DOC_WORDS = 12
 _HEADER = re.compile(r"^(Parameters|Returns?|Yields|Raises|Warns|Warnings?|See Also|Notes?|References|"
                      r"Examples?|Attributes|Methods|Other Parameters|Args|Arguments|Keyword Arguments|"
                      r"Shape|Inputs?|Outputs?|Variables|Reference|Todo|Example::?)\s*:{0,2}\s*$")
-_ROLE = re.compile(r":[\w:.-]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+_ROLE = re.compile(r":[\w:.-]+:`(~?)([^`<]*?)(?:\s*<[^>]*>)?`")
 _SIGNATURE = re.compile(r"^[\w.]+\s*\(.*\)\s*(->.*)?$", re.S)
 
 
 def clean_markup(text: str) -> str:
     """Plain text from reST: roles keep their label (last dotted part for ``~``), quotes go, spaces collapse."""
-    text = _ROLE.sub(lambda m: m.group(1).strip(), text)
+    text = _ROLE.sub(lambda m: m.group(2).strip().rsplit(".", 1)[-1] if m.group(1) else m.group(2).strip(), text)
     text = re.sub(r"``([^`]*)``", r"\1", text)
     text = re.sub(r"`([^`<]*?)(?:\s*<[^>]*>)?`_{0,2}", r"\1", text)
     text = re.sub(r"\*\*?([^*\s][^*]*?)\*\*?", r"\1", text)
