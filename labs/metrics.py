@@ -171,7 +171,7 @@ def bm25_scores(corpus_texts: Sequence[str], query_texts: Sequence[str]) -> np.n
     """
     import bm25s
 
-    if not corpus_texts:
+    if len(corpus_texts) == 0:
         raise ValueError("corpus_texts is empty: there is nothing to rank")
     corpus_tokens = bm25s.tokenize(list(corpus_texts), show_progress=False)
     if not corpus_tokens.vocab:
