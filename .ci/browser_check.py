@@ -22,7 +22,7 @@ sideways (inside an element with class `wide` or a cell tagged `wide`, it may)
 and a glossary link that does not land on its entry; at 1280 px and 390 px, a
 display equation wider than its column, a mermaid diagram drawn below 0.7 of
 its natural size (0.45 at 390 px), and a page that scrolls sideways; and a
-lesson without its time estimate ("**Time:** about N minutes ...") at the top.
+lesson without its time estimate ("*About N minutes to read and run; ...*") at the top.
 
 Writes a desktop and a phone screenshot of every page to _build/screenshots/.
 Usage: python .ci/browser_check.py _build/html [--pages notebooks/02_infonce.html ...]
@@ -160,7 +160,7 @@ def check_glossary_links(root: Path, links: list[dict], base: str) -> list[str]:
 
 # ---- sliders (issue 14) ---------------------------------------------------
 
-TIME_RE = re.compile(r"<strong>Time:</strong>\s*about \d+")
+TIME_RE = re.compile(r"<em>About \d+ minutes to read and run")
 STATE_RE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>', re.S)
 
 VISIBLE_JS = """
@@ -454,8 +454,8 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path) -> tupl
     if rel.startswith("notebooks/"):
         time = TIME_RE.search(html)
         if not time or ("<h2" in html and time.start() > html.index("<h2")):
-            legibility.append("no time estimate at the top of the lesson (a line '**Time:** about N minutes ...' "
-                              "before the first section)")
+            legibility.append("no time estimate at the top of the lesson (a line '*About N minutes to read and "
+                              "run; ...*' before the first section)")
     legibility += [f"1280 px: {p}" for p in check_glossary_links(root, page.evaluate(GLOSSARY_LINKS_JS), url)]
     name = rel.replace("/", "__").removesuffix(".html")
     page.evaluate("() => { if (document.activeElement) document.activeElement.blur(); window.scrollTo(0, 0); }")
