@@ -10,13 +10,13 @@ ValueError line naming the file and the field) a run that breaks any rule:
    earlier has ``complete: false`` and no ``metrics.json``);
 2. every field is present, of its type and range (``max_length`` >= 1, ...);
 3. ``model_dir`` is a plain relative path inside the run, with no symbolic link;
-4. instruction, query template and max_length agree with the saved model's own
-   configuration (its query prompt, its maximum sequence length);
-5. the body's canonical JSON matches ``contract_sha256`` (any other edit);
-6. every file in ``files`` (model and index) and ``run_files`` (metrics.json,
+4. every file in ``files`` (model and index) and ``run_files`` (metrics.json,
    validation_rankings.json) exists with its SHA-256;
-7. no other file and no symbolic link is in the run, except what `evaluate`
-   adds: ``{val,test}_metrics.json`` and ``{val,test}_rankings.json``.
+5. no other file and no symbolic link is in the run, except what `evaluate`
+   adds: ``{val,test}_metrics.json`` and ``{val,test}_rankings.json``;
+6. instruction, query template and max_length agree with the saved model's own
+   configuration (its query prompt, its maximum sequence length);
+7. the body's canonical JSON matches ``contract_sha256`` (any other edit).
 
 ``data_sha256`` keeps the hashes of the three data files, so `labs.index.evaluate`
 refuses queries edited after training. The digest catches accidents and careless
@@ -257,9 +257,13 @@ def verify_contract(run: str | Path) -> dict:
     return contract
 
 
+def _unlistable(err: OSError):
+    raise ValueError(f"cannot list {err.filename!r} in the run folder: {err.strerror}")
+
+
 def _refuse_unknown_files(run: Path, listed: set[str], model_dir: str) -> None:
     allowed = listed | {CONTRACT, *EVALUATION_FILES}
-    for folder, dirs, files in os.walk(run):
+    for folder, dirs, files in os.walk(run, onerror=_unlistable):
         for name in sorted(dirs) + sorted(files):
             path = Path(folder, name)
             rel = path.relative_to(run).as_posix()
