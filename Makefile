@@ -1,14 +1,28 @@
 # The course in two commands:  make book   (set up, build the HTML)
 #                              make test   (set up, check everything)
-# Everything installs from nothing: a Python 3.11 virtual environment in .venv,
-# the browser assets from the npm registry, and Chromium for the browser check.
+#                              make lab    (set up, open the notebooks in JupyterLab)
+# Everything installs from nothing: a virtual environment in .venv, the browser assets
+# from the npm registry, and Chromium for the browser checks.
 
-PYTHON ?= python3.11
+# The first of python3.13, 3.12, 3.11, 3.10 that runs (or PYTHON=...). A name that exists
+# but does not run (an inactive pyenv shim) is skipped.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell for p in python3.13 python3.12 python3.11 python3.10; do \
+  $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1 && { echo $$p; break; }; done)
+endif
 VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 TORCH  := torch==2.13.0
 TIMES  := .cache/timings
+# The second nbval pass: PyTorch's generic CPU kernels, one thread, MKL's conservative code
+# path and an old OpenBLAS core, as another machine would pick them. An output that changes
+# here is fragile (tests/README.md, "Writing a stable output").
+ALT_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MKL_CBWR=COMPATIBLE \
+           MKL_ENABLE_INSTRUCTIONS=SSE4_2 OPENBLAS_CORETYPE=Prescott
+NBVAL   := -m pytest -q -p tests.nbval_timing --nbval --nbval-current-env \
+           --nbval-sanitize-with tests/nbval_sanitize.cfg
+LAB_PORT ?= 8888
 export PYTHONHASHSEED := 0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -19,20 +33,30 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 # made training steps several times slower. Results are unchanged.
 export OMP_WAIT_POLICY := PASSIVE
 
-.PHONY: help setup vendor chromium book book-clean test unit nbval browser serve outputs lock clean report
+.PHONY: help python setup vendor chromium book book-clean test unit nbval nbval-alt browser lab lab-check \
+        serve outputs lock clean report
 
 help:
 	@echo "make book     set up and build the HTML book into _build/html (warnings are errors)"
-	@echo "make test     set up, then unit tests, nbval on every notebook, a clean book build, the browser check"
+	@echo "make test     set up, then unit tests, nbval on every notebook twice (this CPU, then as another CPU"
+	@echo "              would compute), a clean book build, the browser check, the JupyterLab check"
+	@echo "make lab      set up and open the notebooks in JupyterLab on http://127.0.0.1:$(LAB_PORT)"
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000 for offline reading"
 	@echo "make outputs  re-execute every notebook in place (saves widget state)"
 
 # ---- set-up --------------------------------------------------------------
+python:
+	@test -n "$(PYTHON)" || { echo "No Python 3.10 to 3.13 found: install one, or run make PYTHON=/path/to/python3"; exit 1; }
+	@echo "Python: $(PYTHON) ($$($(PYTHON) --version 2>&1))"
+
 $(VENV)/.installed: pyproject.toml constraints.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@if test -x $(PY); then echo "Python: $(PY) ($$($(PY) --version 2>&1), the existing .venv)"; \
+	else $(MAKE) --no-print-directory python && $(PYTHON) -m venv $(VENV); fi
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	# torch first and alone: the CPU wheel. An unpinned torch pulls a multi-GB CUDA build.
-	$(PY) -m pip install --quiet $(TORCH)
+	# On Linux with a Python that has no local CPU wheel, TORCH_INDEX=https://download.pytorch.org/whl/cpu
+	# takes the CPU build from PyTorch's own index.
+	$(PY) -m pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX) --extra-index-url https://pypi.org/simple)
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[book,test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (course)" >/dev/null
 	touch $@
@@ -71,19 +95,33 @@ outputs: setup
 
 # ---- checks --------------------------------------------------------------
 unit: setup
-	$(PY) -m pytest -q tests
+	@mkdir -p $(TIMES)
+	@start=$$(date +%s); $(PY) -m pytest -q tests || exit 1; \
+	echo "{\"unit_s\": $$(( $$(date +%s) - start ))}" > $(TIMES)/unit.json
 
 nbval: setup
 	@mkdir -p $(TIMES)
-	$(PY) -m pytest -q -p tests.nbval_timing --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/nbval_sanitize.cfg notebooks
+	$(PY) $(NBVAL) notebooks
+
+nbval-alt: setup
+	@mkdir -p $(TIMES)
+	@echo "nbval again, as another CPU would compute: $(ALT_CPU)"
+	$(ALT_CPU) NBVAL_TIMING_KEY=notebooks_alt $(PY) $(NBVAL) notebooks
+
+lab: setup
+	@echo "JupyterLab on http://127.0.0.1:$(LAB_PORT)/lab, notebooks/ with the kernel 'Python 3 (course)' (Ctrl-C stops)"
+	$(BIN)/jupyter-lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=notebooks \
+	  --MultiKernelManager.default_kernel_name=python3
+
+lab-check: setup chromium
+	$(PY) .ci/lab_check.py
 
 browser: setup chromium
 	$(PY) .ci/browser_check.py _build/html
 
 test:
 	@rm -rf $(TIMES); mkdir -p $(TIMES); start=$$(date +%s); \
-	$(MAKE) --no-print-directory setup vendor unit nbval book-clean book browser; rc=$$?; \
+	$(MAKE) --no-print-directory setup vendor unit nbval nbval-alt book-clean book browser lab-check; rc=$$?; \
 	echo "{\"make_test_s\": $$(( $$(date +%s) - start ))}" > $(TIMES)/total.json; \
 	$(PY) .ci/report.py $(TIMES) || true; \
 	exit $$rc

@@ -1,12 +1,15 @@
 """A pytest plugin (``-p tests.nbval_timing``): time each notebook under nbval.
 
-Writes ``.cache/timings/notebooks.json`` ({notebook name: seconds}) for the
-performance summary that `make test` prints. It measures; it never fails a test.
+Writes ``.cache/timings/<key>.json`` ({"<key>": {notebook name: seconds}}) for the
+performance summary that `make test` prints; the key is ``notebooks``, or the value of
+``NBVAL_TIMING_KEY`` (``notebooks_alt`` for the second pass). It measures; it never fails a test.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -27,6 +30,9 @@ def pytest_runtest_protocol(item, nextitem):
 
 def pytest_sessionfinish(session, exitstatus):
     if _times:
+        key = os.environ.get("NBVAL_TIMING_KEY", "notebooks")
+        if not re.fullmatch(r"[a-z_]+", key):
+            raise ValueError(f"NBVAL_TIMING_KEY must be lower-case letters and '_', got {key!r}")
         out = Path(".cache/timings")
         out.mkdir(parents=True, exist_ok=True)
-        (out / "notebooks.json").write_text(json.dumps({"notebooks": dict(_times)}, indent=1))
+        (out / f"{key}.json").write_text(json.dumps({key: dict(_times)}, indent=1))

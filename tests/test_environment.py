@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -74,6 +77,34 @@ def test_torch_is_pinned_for_the_cpu_install_path_only():
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     torch_spec = next(d for d in deps if canonical(re.split(r"[<>=]", d)[0]) == "torch")
     assert "==" not in torch_spec, "the package must not force one torch build on every platform"
+
+
+def test_jupyterlab_4_is_in_the_environment_and_make_lab_opens_it():
+    """Readers run the notebooks in JupyterLab: the 4.x line, the same pin everywhere."""
+    assert constraints()["jupyterlab"].startswith("4."), "constraints.txt must pin jupyterlab 4.x"
+    assert environment()["jupyterlab"] == constraints()["jupyterlab"]
+    book = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["book"]
+    assert any(canonical(re.split(r"[<>=!~ ;]", spec, maxsplit=1)[0]) == "jupyterlab" for spec in book)
+    makefile = (ROOT / "Makefile").read_text()
+    lab = makefile.split("\nlab:", 1)[1].split("\n\n", 1)[0]
+    assert "--ServerApp.ip=127.0.0.1" in lab and "--ServerApp.root_dir=notebooks" in lab
+    assert "default_kernel_name=python3" in lab
+
+
+def test_the_makefile_picks_the_first_python_that_runs(tmp_path):
+    """python3.13 exists but does not run (an inactive pyenv shim), python3.12 runs: 3.12 is picked."""
+    (tmp_path / "python3.13").write_text("#!/bin/sh\necho 'pyenv: python3.13: command not found' >&2\nexit 127\n")
+    (tmp_path / "python3.12").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    for script in tmp_path.iterdir():
+        script.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("PYTHON", None)
+    picked = subprocess.run(["make", "-s", "-C", str(ROOT), "python"], env=env, capture_output=True, text=True)
+    assert picked.returncode == 0, picked.stderr
+    assert picked.stdout.startswith("Python: python3.12 (Python 3."), picked.stdout
+    chosen = subprocess.run(["make", "-s", "-C", str(ROOT), "python", f"PYTHON={sys.executable}"],
+                            env=env, capture_output=True, text=True)
+    assert chosen.stdout.startswith(f"Python: {sys.executable} "), chosen.stdout
 
 
 def test_the_repository_url_is_one_setting():

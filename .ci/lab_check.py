@@ -1,0 +1,265 @@
+"""The slider exercises work in JupyterLab, where readers run the notebooks: `make lab-check`.
+
+Starts JupyterLab headless on a free 127.0.0.1 port with a random token, in a
+temporary folder holding a trimmed copy of one lesson (its import cells, its
+first slider cell, and a probe cell). Headless Chromium (Playwright) opens it,
+runs the cells, moves the first slider of the slider cell's output one step
+with ArrowRight, and waits for the output to change. The probe cell then reads
+the controls' values back from the kernel, and this script computes, in its own
+Python, what the slider cell's function prints for those values. The check
+passes when the page shows exactly that text. Nothing leaves 127.0.0.1.
+
+Usage: python .ci/lab_check.py [notebooks/03_temperature.ipynb]
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ROOT / "notebooks" / "03_temperature.ipynb"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+TIMEOUT_S = 120  # the whole check; about 25 s on an idle 2-core machine
+PROBE_MARK = "LAB_CHECK_VALUES"
+# The probe: the values of the controls the slider cell made, in creation order.
+PROBE = f"""\
+import json as _json
+import ipywidgets as _widgets
+_kinds = (_widgets.FloatSlider, _widgets.FloatLogSlider, _widgets.IntSlider, _widgets.SelectionSlider,
+          _widgets.Dropdown, _widgets.ToggleButtons)
+_values = [w.value for w in list(_widgets.Widget._active_widgets.values()) if isinstance(w, _kinds)]
+print("{PROBE_MARK}", _json.dumps([float(v) if isinstance(v, (int, float)) else v for v in _values]))
+"""
+
+
+def fail(message: str) -> None:
+    print(f"lab check FAILED: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def python_lines(code: str) -> str:
+    """The cell without IPython magics (lines starting with % or !), so plain Python can run it."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
+
+
+def names(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """(names a cell binds, names it reads), enough to find which earlier cells a cell needs."""
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, ast.Store) else read).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return bound, read
+
+
+def parse(code: str) -> ast.Module:
+    return ast.parse(python_lines(code))
+
+
+def plan(nb: dict) -> tuple[list[str], str]:
+    """(the earlier cells the first slider cell needs, in order; the slider cell)."""
+    code = [source(c) for c in nb["cells"] if c["cell_type"] == "code"]
+    slider = next((i for i, s in enumerate(code) if re.search(r"Slider\(|live_slider\(", s)), None)
+    if slider is None:
+        fail("the notebook has no slider cell")
+    bound, read = names(parse(code[slider]))
+    needed, setup = read - bound, []
+    for i in range(slider - 1, -1, -1):  # walk back: a needed cell's own needs come from before it
+        cell_bound, cell_read = names(parse(code[i]))
+        if cell_bound & needed:
+            setup.insert(0, code[i])
+            needed = (needed - cell_bound) | (cell_read - cell_bound)
+    if not setup:
+        fail("the slider cell needs no earlier cell: no imports found")
+    return setup, code[slider]
+
+
+def expected_output(setup: list[str], slider_cell: str, values: list) -> str:
+    """What the slider cell's function prints for these control values, computed here."""
+    tree = parse(slider_cell)
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    if len(functions) != 1:
+        fail(f"the slider cell should define one function, found {[f.name for f in functions]}")
+    fn = functions[0]
+    n_args = len(fn.args.args)
+    if len(values) < n_args:
+        fail(f"{fn.name} takes {n_args} arguments, but the kernel shows {len(values)} controls: {values}")
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    namespace: dict = {"__name__": "__lab_check__"}
+    for code in setup:
+        exec(compile(python_lines(code), "<setup cell>", "exec"), namespace)
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), "<slider cell>", "exec"), namespace)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        namespace[fn.name](*values[:n_args])
+    return out.getvalue()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_server(url: str, deadline: float, server: subprocess.Popen, log: Path) -> None:
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            fail(f"JupyterLab exited with code {server.returncode}:\n{log.read_text(encoding='utf-8')[-3000:]}")
+        with contextlib.suppress(OSError):
+            with urllib.request.urlopen(url, timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        time.sleep(0.3)
+    fail("JupyterLab did not answer in time")
+
+
+def squash(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def run(path: Path) -> None:
+    start = time.monotonic()
+    deadline = start + TIMEOUT_S
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    setup, slider_cell = plan(nb)
+    trimmed = {
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None}
+            for code in [*setup, slider_cell, PROBE]
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (course)", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    work = Path(tempfile.mkdtemp(prefix="lab-check-"))
+    try:
+        (work / path.name).write_text(json.dumps(trimmed), encoding="utf-8")
+        for sub in ("config", "runtime", "data"):
+            (work / f".jupyter-{sub}").mkdir()
+        env = {
+            **os.environ,
+            "JUPYTER_CONFIG_DIR": str(work / ".jupyter-config"),
+            "JUPYTER_RUNTIME_DIR": str(work / ".jupyter-runtime"),
+            "JUPYTERLAB_WORKSPACES_DIR": str(work / ".jupyter-data"),
+            "PYTHONPATH": str(ROOT),  # the lesson imports labs, as in the repository
+        }
+        port, token = free_port(), secrets.token_hex(16)
+        log_path = work / "jupyterlab.log"
+        log = log_path.open("w", encoding="utf-8")
+        server = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+             f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+             f"--ServerApp.root_dir={work}", "--LabApp.news_url=", "--LabApp.check_for_updates_class="
+             "jupyterlab.NeverCheckForUpdate", "--MultiKernelManager.default_kernel_name=python3",
+             "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False", "--allow-root"],
+            cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_for_server(f"{base}/api/status?token={token}", deadline, server, log_path)
+            shown, values = drive_browser(f"{base}/lab/tree/{path.name}?token={token}", port, deadline,
+                                          n_cells=len(trimmed["cells"]))
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+            log.close()
+        expected = expected_output(setup, slider_cell, values)
+        if squash(shown) != squash(expected):
+            fail(f"after the slider moved, JupyterLab shows\n{shown}\nbut the code computes, for {values},\n{expected}")
+        print(f"lab check: {path.name} in JupyterLab, slider moved to {values}: the output is what the code "
+              f"computes ({time.monotonic() - start:.1f} s)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def drive_browser(url: str, port: int, deadline: float, n_cells: int) -> tuple[str, list]:
+    """Run the cells, move the slider, run the probe: (the slider's output text, the control values)."""
+    from playwright.sync_api import sync_playwright
+
+    def left_ms() -> float:
+        remaining = (deadline - time.monotonic()) * 1000
+        if remaining <= 0:
+            fail("the check ran past its time limit")
+        return remaining
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                          "--disable-component-update", "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            local = re.compile(rf"^(https?|wss?)://(127\.0\.0\.1|localhost):{port}/")
+            page.route("**/*", lambda route: route.continue_() if local.match(route.request.url) else route.abort())
+            page.goto(url, timeout=left_ms())
+            cells = page.locator(".jp-Notebook .jp-CodeCell")
+            cells.nth(n_cells - 1).wait_for(timeout=left_ms())
+            # Wait until the kernel is idle once, then run every cell but the probe, top to bottom.
+            page.get_by_text(re.compile(r"\|\s*Idle")).first.wait_for(timeout=left_ms())
+            cells.first.locator(".jp-InputArea-editor").click(timeout=left_ms())
+            for _ in range(n_cells - 1):
+                page.keyboard.press("Shift+Enter")
+            slider_cell = cells.nth(n_cells - 2)
+            handle = slider_cell.locator(".jp-OutputArea .noUi-handle").first
+            handle.wait_for(timeout=left_ms())
+            output = slider_cell.locator(".jp-OutputArea .widget-output .jp-OutputArea-output")
+
+            def shown_text() -> str:
+                return "\n".join(o.inner_text() for o in output.all() if o.is_visible())
+
+            before = ""
+            while not before.strip():  # the first position's output arrives after the slider
+                left_ms()
+                before = shown_text()
+                time.sleep(0.2)
+            handle.focus()
+            page.keyboard.press("ArrowRight")
+            after = before
+            while after == before:
+                left_ms()
+                time.sleep(0.2)
+                after = shown_text()
+            time.sleep(0.5)  # let the last line of the new output arrive
+            after = shown_text()
+            probe = cells.nth(n_cells - 1)
+            probe.locator(".jp-InputArea-editor").click(timeout=left_ms())
+            page.keyboard.press("Shift+Enter")
+            line = probe.locator(".jp-OutputArea-output", has_text=PROBE_MARK).first
+            line.wait_for(timeout=left_ms())
+            values = json.loads(line.inner_text().split(PROBE_MARK, 1)[1])
+            return after, values
+        except Exception:
+            with contextlib.suppress(Exception):
+                page.screenshot(path=os.environ.get("LAB_CHECK_SCREENSHOT", "/tmp/lab_check_failure.png"))
+            raise
+        finally:
+            browser.close()
+
+
+if __name__ == "__main__":
+    run(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else DEFAULT)
