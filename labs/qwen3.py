@@ -54,6 +54,7 @@ __all__ = [
     "ATTENTION",
     "count_parameters",
     "flops_per_token",
+    "training_memory",
 ]
 
 QWEN3_ID = "Qwen/Qwen3-Embedding-0.6B"
@@ -280,6 +281,40 @@ def flops_per_token(config, seq_len: int) -> float:
     q_dim, kv_dim = config.num_attention_heads * config.head_dim, config.num_key_value_heads * config.head_dim
     per_layer = h * q_dim + 2 * h * kv_dim + q_dim * h + 3 * h * config.intermediate_size
     return 6.0 * L * per_layer + 12.0 * L * q_dim * seq_len
+
+
+def training_memory(config, n_params: int, tokens: int, *, precision: str = "fp32",
+                    checkpointing: bool = False) -> dict[str, int]:
+    """Estimated bytes of one training step at ``tokens`` (padded) tokens, by part, and their ``total``.
+
+    Float32 weights, gradients and AdamW's two moments: 4 + 4 + 8 = 16 bytes per parameter.
+    Activations: what each layer keeps for backward, per token, counted tensor by tensor
+    (h hidden, q = heads x head_dim, kv = kv heads x head_dim, f FFN width):
+    two RMSNorms with the projections they feed, 3h each (input, normalised, scaled);
+    q/k norms 2q + 2kv; fused attention's q, repeated k and v, and output, 4q; the
+    o_proj input, q; the SwiGLU MLP's gate, SiLU, up and product, 4f. Float32 on the
+    CPU (4 bytes); under bf16/fp16 autocast the norms' fp32 internals (4h + 2q + 2kv)
+    stay 4 bytes, the rest is 2 bytes, and autocast's low-precision copies of the layer
+    weights (2 bytes each) are kept for backward. With gradient checkpointing a layer
+    keeps only its float32 input (4h) and one layer's activations exist at a time.
+    Assumes an attention kernel that never stores the (T, T) score matrix (sdpa's
+    fused kernels, flash attention); ignores the tiny similarity table and pooling.
+    """
+    h, L, f = config.hidden_size, config.num_hidden_layers, config.intermediate_size
+    q, kv = config.num_attention_heads * config.head_dim, config.num_key_value_heads * config.head_dim
+    low = precision in ("bf16", "fp16")
+    if precision not in ("bf16", "fp16", "fp32"):
+        raise ValueError(f"precision must be bf16, fp16 or fp32, got {precision!r}")
+    norms, rest = 4 * h + 2 * q + 2 * kv, 2 * h + 5 * q + 4 * f
+    per_layer = tokens * (4 * norms + (2 if low else 4) * rest)
+    layer_weights = h * q + 2 * h * kv + q * h + 3 * h * f
+    parts = {
+        "weights": 4 * n_params, "gradients": 4 * n_params, "adam_moments": 8 * n_params,
+        "activations": (L * tokens * 4 * h + per_layer) if checkpointing else L * per_layer,
+        "autocast_copies": 2 * L * layer_weights if low else 0,
+    }
+    parts["total"] = sum(parts.values())
+    return parts
 
 
 def config_summary(config) -> str:

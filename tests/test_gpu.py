@@ -167,3 +167,41 @@ def test_the_real_is_bf16_supported_takes_including_emulation():
     import inspect
 
     assert "including_emulation" in inspect.signature(torch.cuda.is_bf16_supported).parameters
+
+
+def _load_script(name: str):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_gpu_benchmark_runs_its_cpu_form_on_the_tiny_architecture(restore_torch_state, capsys):
+    """Same code as the full-size run: left-padded mixed lengths, checks at the end, estimate beside the peak."""
+    bench = _load_script("qwen3_gpu")
+    result = bench.main(["--size", "tiny", "--device", "cpu", "--batch-size", "4", "--max-length", "32",
+                         "--warmup", "1", "--steps", "1"])
+    assert all(v is True for k, v in result["checks"].items() if k != "embedding_shape")
+    assert result["checks"]["embedding_shape"] == [2, 64]
+    assert result["tokens_per_step_real"] < result["tokens_per_step_padded"]  # padding is really there
+    assert result["precision"] == "fp32" and result["mfu"] is None and result["deterministic"] is True
+    assert result["estimate_gib"]["autocast_copies"] == 0 and "estimate" in result["measured_vs_estimate"]
+    assert '"checks"' in capsys.readouterr().out
+
+
+def test_the_gpu_benchmark_refuses_cuda_without_a_gpu(restore_torch_state, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit, match="no CUDA GPU.*--device cpu"):
+        _load_script("qwen3_gpu").main(["--device", "cuda"])
+
+
+def test_peak_tflops_table():
+    bench = _load_script("qwen3_gpu")
+    assert bench.peak_tflops("cpu", "fp32", None) is None and bench.peak_tflops("cuda", "bf16", 100.0) == 100.0
+    names = [name for rows in bench.PEAK_TFLOPS.values() for name, _ in rows]
+    for i, name in enumerate(names):  # a more specific name must come before any name it contains
+        assert not any(earlier in name for earlier in names[:i] if earlier != name), name

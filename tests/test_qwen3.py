@@ -111,3 +111,47 @@ def test_build_random_qwen3_is_assembled_like_build_qwen3(tiny_bf16):
     assert not torch.equal(auto.embed_tokens.weight, reference[0].auto_model.embed_tokens.weight.float())
     emb = model.encode(["a question", "a much longer question about passwords"], convert_to_tensor=True)
     assert emb.shape == (2, 64) and torch.allclose(emb.norm(dim=1), torch.ones(2), atol=1e-5)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_training_memory_counts_what_autograd_saves(precision):
+    """The activation formula against the tensors autograd actually keeps (distinct h, q, kv, f; left padding)."""
+    from transformers import AutoModel, Qwen3Config
+
+    from labs.qwen3 import count_parameters, training_memory
+
+    config = Qwen3Config(vocab_size=1000, hidden_size=48, intermediate_size=160, num_attention_heads=4,
+                         num_key_value_heads=2, head_dim=24, num_hidden_layers=3, use_cache=False)
+    torch.manual_seed(0)
+    model = AutoModel.from_config(config, attn_implementation="sdpa", dtype=torch.float32)
+    ids = torch.randint(0, 1000, (4, 48))
+    mask = torch.ones(4, 48, dtype=torch.long)
+    mask[0, :10] = mask[1, :30] = 0
+    params, kept = {p.data_ptr() for p in model.parameters()}, {}
+
+    def pack(t):
+        if t.data_ptr() not in params:
+            kept[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+            torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+        model(input_ids=ids, attention_mask=mask)
+    est = training_memory(config, count_parameters(model), 4 * 48, precision=precision)
+    assert sum(kept.values()) == pytest.approx(est["activations"] + est["autocast_copies"], rel=0.05)
+
+
+def test_training_memory_of_the_full_size_model():
+    from labs.qwen3 import qwen3_config, training_memory
+
+    n = 595_776_512
+    fp32 = training_memory(qwen3_config("0.6b"), n, 128)
+    assert fp32["weights"] + fp32["gradients"] + fp32["adam_moments"] == 16 * n  # the lesson's 8.88 GiB
+    assert round(16 * n / 2**30, 2) == 8.88
+    assert fp32["activations"] == 28 * 128 * 4 * (6 * 1024 + 7 * 2048 + 2 * 1024 + 4 * 3072)
+    bf16 = training_memory(qwen3_config("0.6b"), n, 128, precision="bf16")
+    assert bf16["activations"] < fp32["activations"] and bf16["autocast_copies"] == 2 * 440_401_920
+    ckpt = training_memory(qwen3_config("0.6b"), n, 128, checkpointing=True)
+    assert ckpt["activations"] == 28 * 128 * 4 * 1024 + fp32["activations"] // 28
+    with pytest.raises(ValueError, match="precision"):
+        training_memory(qwen3_config("0.6b"), n, 128, precision="fp8")
