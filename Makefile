@@ -111,7 +111,7 @@ nbval-alt: setup
 lab: setup
 	@echo "JupyterLab on http://127.0.0.1:$(LAB_PORT)/lab, notebooks/ with the kernel 'Python 3 (course)' (Ctrl-C stops)"
 	$(BIN)/jupyter-lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=notebooks \
-	  --MultiKernelManager.default_kernel_name=python3
+	  --MultiKernelManager.default_kernel_name=python3 $(if $(filter 0,$(shell id -u)),--allow-root)
 
 lab-check: setup chromium
 	$(PY) .ci/lab_check.py
