@@ -192,8 +192,12 @@ def run(path: Path) -> None:
         expected = expected_output(setup, slider_cell, values)
         if squash(shown) != squash(expected):
             fail(f"after the slider moved, JupyterLab shows\n{shown}\nbut the code computes, for {values},\n{expected}")
+        elapsed = time.monotonic() - start
         print(f"lab check: {path.name} in JupyterLab, slider moved to {values}: the output is what the code "
-              f"computes ({time.monotonic() - start:.1f} s)")
+              f"computes ({elapsed:.1f} s)")
+        times = ROOT / ".cache" / "timings"
+        times.mkdir(parents=True, exist_ok=True)
+        (times / "lab_check.json").write_text(json.dumps({"lab_check_s": round(elapsed, 1)}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
