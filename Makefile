@@ -53,9 +53,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	@if test -x $(PY); then echo "Python: $(PY) ($$($(PY) --version 2>&1), the existing .venv)"; \
 	else $(MAKE) --no-print-directory python && $(PYTHON) -m venv $(VENV); fi
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
-	# torch first and alone: the CPU wheel. An unpinned torch pulls a multi-GB CUDA build.
-	# On Linux with a Python that has no local CPU wheel, TORCH_INDEX=https://download.pytorch.org/whl/cpu
-	# takes the CPU build from PyTorch's own index.
+	# torch first and alone, pinned: an unpinned torch pulls a multi-GB CUDA build. CI here takes
+	# the CPU wheel from the machine's wheel folder (Python 3.11); elsewhere on Linux, PyPI's torch
+	# is the CUDA build and TORCH_INDEX=https://download.pytorch.org/whl/cpu takes the CPU build.
 	$(PY) -m pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX) --extra-index-url https://pypi.org/simple)
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[book,test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (course)" >/dev/null
