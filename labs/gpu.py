@@ -41,6 +41,7 @@ __all__ = [
     "training_precision",
     "autocast_dtype",
     "assert_float32_master",
+    "fits_in_memory",
     "describe_device",
 ]
 
@@ -111,6 +112,17 @@ def assert_float32_master(model: torch.nn.Module) -> None:
                 f"parameter {name!r} is {param.dtype}, not torch.float32: the optimizer would update "
                 f"low-precision weights and small steps would round away; load in float32 "
                 f"(dtype=torch.float32, or model.float()) and let autocast compute in bf16/fp16")
+
+
+def fits_in_memory(estimate_bytes: int, device: str, share: float = 0.85) -> bool:
+    """Whether a training step estimated at ``estimate_bytes`` (`labs.qwen3.training_memory`'s
+    ``total``) fits in ``share`` of the GPU's memory (the rest: CUDA context, allocator slack).
+    Always True on the CPU, where gradient checkpointing only costs time."""
+    if str(device).split(":")[0] == "cpu":
+        return True
+    training_precision(device)  # the same checks of the device name and of CUDA
+    total = torch.cuda.get_device_properties(torch.device(device).index or 0).total_memory
+    return estimate_bytes <= share * total
 
 
 def describe_device(device: str) -> str:

@@ -205,3 +205,33 @@ def test_peak_tflops_table():
     names = [name for rows in bench.PEAK_TFLOPS.values() for name, _ in rows]
     for i, name in enumerate(names):  # a more specific name must come before any name it contains
         assert not any(earlier in name for earlier in names[:i] if earlier != name), name
+
+
+def test_gpu_check_without_cuda_writes_nothing_and_exits_2(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    report = tmp_path / "gpu-check.txt"
+    assert _load_script("gpu_check").main(["--report", str(report)]) == 2
+    assert not report.exists()
+    assert "no CUDA GPU here" in capsys.readouterr().err
+
+
+def test_gpu_check_history_ignores_timings():
+    history = _load_script("gpu_check")._history
+    a = {"history": [{"epoch": 1, "train_loss": 0.5, "mrr@5": 0.4, "seconds": 1.0}]}
+    b = {"history": [{"epoch": 1, "train_loss": 0.5, "mrr@5": 0.4, "seconds": 2.0}]}
+    assert history(a) == history(b)
+    b["history"][0]["train_loss"] = 0.50001
+    assert history(a) != history(b)
+
+
+def test_fits_in_memory(monkeypatch):
+    from types import SimpleNamespace
+
+    assert gpu.fits_in_memory(10**15, "cpu")
+    _fake_cuda(monkeypatch, native_bf16=False)
+    t4 = SimpleNamespace(name="Tesla T4", major=7, minor=5, total_memory=15 * 2**30)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: t4)
+    assert gpu.fits_in_memory(12 * 2**30, "cuda")
+    assert not gpu.fits_in_memory(14 * 2**30, "cuda")  # 14 > 0.85 x 15: the context and slack need room
+    with pytest.raises(ValueError, match="'mps'"):
+        gpu.fits_in_memory(1, "mps")
