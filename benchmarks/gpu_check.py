@@ -42,13 +42,14 @@ QUESTION = "In Iris, I need to stop future renewals."
 class Check:
     """Runs commands, keeps the report's lines, remembers failures."""
 
-    def __init__(self, budget_s: float) -> None:
-        self.budget_s = budget_s
+    def __init__(self, budget_s: float, tmp: Path) -> None:
+        self.budget_s, self.tmp = budget_s, str(tmp)
         self.lines: list[str] = []
         self.failures: list[str] = []
         self.start = time.perf_counter()
 
     def say(self, text: str = "") -> None:
+        text = text.replace(self.tmp, "<tmp>")  # the same report wherever the temporary folder was
         print(text, flush=True)
         self.lines.append(text)
 
@@ -59,7 +60,7 @@ class Check:
 
     def run(self, *args: str, tail: int = 12) -> subprocess.CompletedProcess:
         left = self.budget_s - (time.perf_counter() - self.start)
-        shown = " ".join(str(a).replace(str(ROOT) + "/", "") for a in args)
+        shown = " ".join(["python", *(str(a).replace(str(ROOT) + "/", "") for a in args)])
         self.say(f"$ {shown}")
         env = {**os.environ, **OFFLINE}
         try:
@@ -113,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     from labs.gpu import describe_device
     from labs.qwen3 import write_tiny_qwen3
 
-    check = Check(BUDGET_S if device == "cuda" else 4 * BUDGET_S)
+    tmp_dir = tempfile.TemporaryDirectory(prefix="gpu-check-")
+    tmp = Path(tmp_dir.name)
+    check = Check(BUDGET_S if device == "cuda" else 4 * BUDGET_S, tmp)
     title = "make gpu-check" if device == "cuda" else "gpu-check REHEARSAL ON THE CPU (proves nothing about CUDA)"
     check.say(f"{title}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     check.say(f"device: {describe_device(device)}")
@@ -122,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
     check.say(f"versions: torch {torch.__version__}, transformers {transformers.__version__}, "
               f"sentence-transformers {sentence_transformers.__version__}")
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
+    with tmp_dir:
         check.say("\n## 1. tiny Qwen3 twin stored in bf16, help-desk fixture")
         twin = write_tiny_qwen3(tmp / "twin", seed=0, dtype=torch.bfloat16)
         stored = _stored_dtypes(twin / "model.safetensors")

