@@ -15,9 +15,9 @@ mnrl_hn_filt    same, with the false-negative filter ``relative_margin=0.05``: a
 ==============  ===============================================================
 
 Training is sentence-transformers' ``SentenceTransformerTrainer`` with its
-no-duplicates batch sampler, a fixed number of steps (default 12 of 32 pairs: 384
-of the 651 training pairs, sized so that nine runs fit about 15 minutes on a 2-core
-CPU; one full pass is 21 steps), AdamW at lr 5e-5 with 10% linear warm-up
+no-duplicates batch sampler, a fixed number of steps (default 12 of 32 pairs: 384 of
+the 650 training pairs at the pinned versions; one pass would be 21 steps; sized so
+that nine runs fit a 2-core CPU), AdamW at lr 5e-5 with 10% linear warm-up
 then linear decay, scale 20; the model after the last step is tested (no
 checkpoint is picked). Validation Recall@1 / MRR@10 / nDCG@10 are recorded every
 ``--eval-every`` steps (the learning curves). Test metrics are averaged over the

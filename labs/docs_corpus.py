@@ -32,7 +32,8 @@ metadata.json      library versions, split of each library, counts, options
 Determinism: modules and names are visited in sorted order and nothing depends
 on hash order, so the same installed versions give byte-identical files.
 Relations: `labs.helpdesk.load_dataset` reads and validates the output
-unchanged. Experiment: ``benchmarks/docs_experiment.py``. Lessons:
+unchanged. Experiment: ``benchmarks/docs_experiment.py``; its committed results
+load with `load_results` and print with `results_summary`. Lessons:
 ``notebooks/05_finetuning.ipynb``, ``notebooks/04_hard_negatives.ipynb``.
 """
 
@@ -53,11 +54,11 @@ from pathlib import Path
 from labs.helpdesk import SPLITS, HelpdeskData, write_dataset
 
 __all__ = ["DEFAULT_SPLITS", "NEAR_DUPLICATE", "clean_markup", "split_docstring", "collect_pairs",
-           "build_docs_dataset"]
+           "build_docs_dataset", "RESULTS_PATH", "METRICS", "load_results", "results_summary"]
 
 #: library -> split. scikit-learn tests: after cleaning it gives the most pairs of the two
 #: smaller libraries (about 270), so its confidence intervals are the tightest; numpy (about
-#: 200) validates; scipy and torch (about 630 together) train. Each split is one subject area
+#: 200) validates; scipy and torch (about 650 together) train. Each split is one subject area
 #: the others never saw: estimators and metrics, array routines, scientific and tensor code.
 DEFAULT_SPLITS: dict[str, str] = {"scipy": "train", "torch": "train", "numpy": "val", "sklearn": "test"}
 NEAR_DUPLICATE = 0.8          # TF-IDF cosine at or above which two documents count as one
