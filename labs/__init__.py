@@ -8,13 +8,17 @@ One module per topic, each readable in one sitting. By lesson:
 4. Hard negatives: `labs.margin_toy` (pull and push in 2-D), `labs.hard_negatives` (the
    bag-of-words bi-encoder with hand-derived gradients), `labs.mining` (BM25 and embedding mining).
 5. Fine-tuning: `labs.helpdesk` (fixture and JSONL checks), `labs.metrics` (Recall@k, MRR@k,
-   nDCG@k, TF-IDF and BM25), `labs.qwen3` (the Qwen3-Embedding assembly), `labs.finetune`
-   (training and selection), `labs.index` (the index contract), the CLI in `labs.__main__`.
-   Scaling out: `labs.scaling` (GradCache, accumulation) and `labs.distributed` (DDP).
+   nDCG@k, TF-IDF and BM25), `labs.qwen3` (the Qwen3-Embedding assembly), `labs.gpu`
+   (determinism, precision), `labs.encoder` (load with float32 weights, loss, optimizer, one
+   step by hand, save), `labs.finetune` (batches and the one training path, with selection),
+   `labs.index` (the index contract). Scaling out: `labs.scaling` (GradCache, accumulation)
+   and `labs.distributed` (DDP).
 6. CLIP: `labs.clip` (the toy) and `labs.clip_digits` (digits with a frozen text tower).
 
-`labs.checks` gathers every exercise's answer check. Benchmarks run as modules:
-``python -m labs.bench_<name>`` (see the README).
+`labs.checks` gathers every exercise's answer check. The command line is `labs.cli`
+(``python -m labs``); `labs.plumbing` holds what every command shares (offline set-up, output
+folders, argument checks, memory probes, progress). Benchmarks live outside the package:
+``python benchmarks/<name>.py`` (see the README).
 Import what you need from the module itself, for example ``from labs.infonce import info_nce``.
 """
 

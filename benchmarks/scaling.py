@@ -1,6 +1,6 @@
 """Benchmark: plain vs cached (GradCache) MNRL at batch 16, 64, 256 on the CPU, with the packaged MiniLM.
 
-    python -m labs.bench_scaling [--batches 16 64 256] [--mini-batch-size 16] [--steps 2] [--threads 1]
+    python benchmarks/scaling.py [--batches 16 64 256] [--mini-batch-size 16] [--steps 2] [--threads 1]
                                  [--out book/scaling-benchmark.txt [--overwrite]]
 
 Prints (and optionally writes) three parts, all from this run:
@@ -23,13 +23,10 @@ import platform
 import sys
 from pathlib import Path
 
-for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-    os.environ.setdefault(_name, "1")
+import torch
 
-import torch  # noqa: E402
-
-from labs.scaling import (LOSSES, accumulation_vs_true_batch, compare_cached, measure_step_isolated,  # noqa: E402
-                          scale_pairs)
+from labs.plumbing import offline
+from labs.scaling import LOSSES, accumulation_vs_true_batch, compare_cached, measure_step_isolated, scale_pairs
 
 
 def machine() -> list[str]:
@@ -116,7 +113,7 @@ def ratios(results: dict, batches: list[int], mini: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> str:
-    p = argparse.ArgumentParser(prog="python -m labs.bench_scaling", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python benchmarks/scaling.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--batches", type=int, nargs="+", default=[16, 64, 256], help="batch sizes (pairs per step)")
     p.add_argument("--mini-batch-size", type=int, default=16, help="chunk size of the cached loss")
     p.add_argument("--steps", type=int, default=2, help="measured steps per configuration (fastest reported)")
@@ -128,6 +125,7 @@ def main(argv: list[str] | None = None) -> str:
         p.error(f"{a.out} exists; pass --overwrite to replace it")
     if any(b < 2 or b > 576 for b in a.batches) or len(a.batches) < 2 or a.steps < 1 or a.mini_batch_size < 1:
         p.error("batches must be 2..576 (at least two of them), steps and mini-batch size >= 1")
+    offline()
     torch.set_num_threads(a.threads)
     from labs.pooling import load_minilm
 
@@ -141,7 +139,7 @@ def main(argv: list[str] | None = None) -> str:
               f"model: {params / 1e6:.1f} M parameters = {params * 4 / 2**20:.0f} MiB in float32 "
               "(gradients as much",
               "  again, AdamW state twice that)",
-              "command: python -m labs.bench_scaling \\",
+              "command: python benchmarks/scaling.py \\",
               "  " + (" ".join(sys.argv[1:] if argv is None else argv) or "(defaults)"), ""]
     lines = header + part_equality(model, a.mini_batch_size) + [""] + part_accumulation(model) + [""]
     table, results = part_table(sorted(a.batches), a.mini_batch_size, a.steps, a.threads)

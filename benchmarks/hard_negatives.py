@@ -1,4 +1,4 @@
-"""Benchmark of the hard-negative experiment: ``python -m labs.bench_hard_negatives``.
+"""Benchmark of the hard-negative experiment: ``python benchmarks/hard_negatives.py``.
 
 Times, on this machine and in one run: both models trained for 400 steps
 while recording their unseen-topic curves (one run per model), the same

@@ -1,12 +1,13 @@
 """Benchmark: peak CPU memory of one training step at several batch sizes (default 16 and 64).
 
-Each batch size runs in its own fresh process, because the peak resident set size
-(``ru_maxrss``) only ever grows. The child loads the model, runs one warm-up encode,
-records its resident memory, then runs ONE training step (MultipleNegativesRankingLoss,
-AdamW, clipping) and reports the peak. ``step_extra_mib`` = peak - memory before the step:
-activations, gradients and the two AdamW moments, which appear on the first step.
+Each batch size runs in its own fresh process. The child loads the model, runs one warm-up
+encode, resets its resident high-water mark and records its resident memory, then runs ONE
+training step (MultipleNegativesRankingLoss, AdamW, clipping) and reads the peak since the
+reset (`labs.plumbing.peak_rss_mib`: Linux ``VmHWM``; elsewhere the lifetime peak, said in
+``method``). ``step_extra_mib`` = peak - memory before the step: activations, gradients and
+the two AdamW moments, which appear on the first step.
 
-    python -m labs.bench_cpu_memory [--model minilm] [--batch-sizes 16 64]
+    python benchmarks/cpu_memory.py [--model minilm] [--batch-sizes 16 64]
 
 The help-desk questions and articles are short (about 10 to 25 tokens); rows repeat when the
 batch is larger than the distinct pairs, which costs the same memory.
@@ -16,24 +17,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import subprocess
 import sys
 
-for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-    os.environ.setdefault(_name, "1")
-
-def _rss_mib() -> float:
-    import psutil
-
-    return psutil.Process().memory_info().rss / 2**20
+from labs import plumbing
 
 
 def child(model_name: str, batch_size: int) -> dict:
     import torch
 
-    from labs.finetune import _mnrl, default_instruction, load_encoder, train_step
+    from labs.encoder import adamw, default_instruction, load_encoder, make_loss, train_step
     from labs.helpdesk import make_helpdesk
     from labs.index import format_query
 
@@ -47,29 +40,35 @@ def child(model_name: str, batch_size: int) -> dict:
     rows = (rows * (batch_size // len(rows) + 1))[:batch_size]
     model.encode([d for _, d in rows[:4]], show_progress_bar=False)
     model.train()
-    before = _rss_mib()
-    loss_fn = _mnrl(20.0)(model)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, foreach=False)
+    loss_fn = make_loss(model, "mnrl", scale=20.0)
+    optimizer = adamw(model, lr=2e-5)
+    plumbing.reset_peak()
+    before, _ = plumbing.peak_rss_mib()
     train_step(model, loss_fn, optimizer, [[q for q, _ in rows], [d for _, d in rows]], device="cpu")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak, method = plumbing.peak_rss_mib()
     tokens = int(model.preprocess([d for _, d in rows])["attention_mask"].shape[1])
     return {"batch_size": batch_size, "padded_doc_tokens": tokens, "rss_before_step_mib": round(before, 1),
-            "peak_rss_mib": round(peak, 1), "step_extra_mib": round(peak - before, 1)}
+            "peak_rss_mib": round(peak, 1), "step_extra_mib": round(peak - before, 1), "method": method}
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/cpu_memory.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="minilm", help="'minilm' or a local model folder")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[16, 64], help="one fresh process each")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if any(b < 2 for b in args.batch_sizes):
+        parser.error("--batch-sizes must be >= 2 (a batch of one has no negatives)")
+    plumbing.offline()
     if args.child:
         print(json.dumps(child(args.model, args.child)))
         return []
     results = []
     for size in args.batch_sizes:
-        out = subprocess.run([sys.executable, "-m", "labs.bench_cpu_memory", "--model", args.model, "--child", str(size)],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, __file__, "--model", args.model, "--child", str(size)],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"batch {size} failed: {out.stderr.strip().splitlines()[-1:]}")
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(json.dumps(results[-1]))
     return results
