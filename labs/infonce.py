@@ -16,13 +16,24 @@ S       (B, M)    similarities, M >= B; row i's positive is column i, and
 tau     scalar    temperature > 0; sentence-transformers' ``scale`` = 1 / tau
 ======  ========  ==========================================================
 
+Masked InfoNCE (false negatives): `info_nce_masked(S, tau, margin)` drops from
+row i's softmax every negative that scores above the positive plus a margin:
+entry (i, j), j != i, is masked when ``G[i, j] > G[i, i] + margin``, where the
+guide table ``G`` is ``S`` itself unless one is given (a second model's scores,
+as in GISTEmbed). A masked entry counts as if it were not in the batch: neither
+in the loss nor in its gradient. The Qwen3-Embedding recipe masks with
+``margin = 0.1`` on the model's own cosines; sentence-transformers'
+``GISTEmbedLoss`` with ``margin_strategy="absolute"`` and its ``margin = m`` is
+``margin = -m`` here (it masks above ``positive - m``).
+
 Relations: `info_nce_torch` is the same loss on embedding tensors through
 ``torch.nn.functional.cross_entropy`` with labels ``0..B-1``;
 sentence-transformers implements it as ``MultipleNegativesRankingLoss``.
 `clip_loss` runs it both ways on a square table (images pick captions,
 captions pick images).
 
-Lessons: ``notebooks/02_infonce.ipynb`` and ``notebooks/03_temperature.ipynb``.
+Lessons: ``notebooks/02_infonce.ipynb``, ``notebooks/03_temperature.ipynb``; the
+masked loss in ``notebooks/04_hard_negatives.ipynb``.
 """
 
 from __future__ import annotations
@@ -42,6 +53,11 @@ __all__ = [
     "clip_loss",
     "positive_share",
     "info_nce_torch",
+    "check_margin",
+    "false_negative_mask",
+    "info_nce_masked_rows",
+    "info_nce_masked",
+    "info_nce_masked_torch",
 ]
 
 
@@ -166,6 +182,107 @@ def info_nce_torch(
         raise ValueError(f"tau={tau!r} is too small for these scores: scores / tau overflows {logits.dtype}")
     labels = torch.arange(queries.shape[0], device=queries.device)
     return F.cross_entropy(logits, labels)
+
+
+# ---- masked InfoNCE: false negatives left out of the softmax -----------------
+
+
+def check_margin(margin: float) -> float:
+    """Return ``margin`` as a float, or raise ValueError if it is not a finite number."""
+    try:
+        if isinstance(margin, (bool, str)):
+            raise TypeError(margin)
+        value = float(margin)
+    except (TypeError, ValueError):
+        raise ValueError(f"margin must be a finite number, got {margin!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"margin must be a finite number, got {margin!r}")
+    return value
+
+
+def _guide_table(guide: np.ndarray | Sequence | None, S: np.ndarray) -> np.ndarray:
+    if guide is None:
+        return S
+    G = np.asarray(guide, dtype=np.float64)
+    if G.shape != S.shape:
+        raise ValueError(f"guide must have the shape of S {S.shape}, got {G.shape}")
+    if not np.all(np.isfinite(G)):
+        raise ValueError("guide contains NaN or infinite entries")
+    return G
+
+
+def false_negative_mask(S: np.ndarray | Sequence, margin: float,
+                        guide: np.ndarray | Sequence | None = None) -> np.ndarray:
+    """Boolean (B, M): True where row i's negative j scores above its positive plus ``margin``.
+
+    The rule: ``G[i, j] > G[i, i] + margin`` for j != i, with ``G = guide``
+    (another model's scores, same shape) or ``S`` itself. The positive
+    (column i) is never masked. A negative ``margin`` masks negatives that
+    come close to the positive from below.
+    """
+    margin = check_margin(margin)
+    A = _check_scores(S, 1.0)
+    G = _guide_table(guide, A)
+    B = A.shape[0]
+    rows = np.arange(B)
+    mask = G > G[rows, rows][:, None] + margin
+    mask[rows, rows] = False
+    return mask
+
+
+def info_nce_masked_rows(S: np.ndarray | Sequence, tau: float, margin: float,
+                         guide: np.ndarray | Sequence | None = None) -> np.ndarray:
+    """Per-row losses (B,) of InfoNCE with `false_negative_mask`'s entries left out of each softmax."""
+    Z = _check_scores(S, tau)
+    mask = false_negative_mask(S, margin, guide)
+    Z = np.where(mask, -np.inf, Z)  # exp(-inf) = 0: the entry is not in the denominator
+    B = Z.shape[0]
+    return -log_softmax_rows(Z)[np.arange(B), np.arange(B)]
+
+
+def info_nce_masked(S: np.ndarray | Sequence, tau: float, margin: float,
+                    guide: np.ndarray | Sequence | None = None) -> float:
+    """Mean masked InfoNCE of a (B, M) table: negatives with ``S[i, j] > S[i, i] + margin`` are dropped.
+
+    Equals `info_nce` when nothing is masked (a large ``margin``). ``guide``
+    (B, M), if given, decides the mask instead of ``S`` (GISTEmbed's guide
+    model). Validates ``S`` and ``tau`` like `info_nce`; ``margin`` must be
+    a finite number.
+    """
+    return float(info_nce_masked_rows(S, tau, margin, guide).mean())
+
+
+def info_nce_masked_torch(queries: torch.Tensor, docs: torch.Tensor, tau: float, margin: float, *,
+                          guide: torch.Tensor | None = None, normalize: bool = True) -> torch.Tensor:
+    """`info_nce_masked` on embeddings, for autograd: queries (B, d), docs (M, d), M >= B >= 1.
+
+    The mask is decided without gradient, from ``guide`` (B, M) if given (a
+    second model's scores, computed once) or else from the current scores, so
+    a negative can leave the mask once the positive has moved above it.
+    Validates like `info_nce_torch`.
+    """
+    tau, margin = check_tau(tau), check_margin(margin)
+    _check_embeddings(queries, docs, normalize)
+    if normalize:
+        queries, docs = F.normalize(queries, dim=-1), F.normalize(docs, dim=-1)
+    scores = queries @ docs.T
+    B, M = scores.shape
+    if guide is None:
+        G = scores.detach()
+    else:
+        if not isinstance(guide, torch.Tensor) or tuple(guide.shape) != (B, M):
+            raise ValueError(f"guide must be a tensor of shape {(B, M)}, got "
+                             f"{tuple(guide.shape) if isinstance(guide, torch.Tensor) else type(guide).__name__}")
+        if not bool(torch.isfinite(guide).all()):
+            raise ValueError("guide contains NaN or infinite entries")
+        G = guide.detach().to(scores.device, scores.dtype)
+    rows = torch.arange(B, device=scores.device)
+    mask = G > G[rows, rows][:, None] + margin
+    mask[rows, rows] = False
+    logits = scores / tau
+    if not bool(torch.isfinite(logits.detach()).all()):
+        raise ValueError(f"tau={tau!r} is too small for these scores: scores / tau overflows {logits.dtype}")
+    return F.cross_entropy(logits.masked_fill(mask, float("-inf")), rows)
 
 
 # ---- exercise check: say right, or how it is wrong, never the answer --------

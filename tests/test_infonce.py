@@ -12,7 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from labs.infonce import clip_loss, info_nce, info_nce_rows, info_nce_torch, positive_share
+from labs.infonce import (
+    clip_loss,
+    false_negative_mask,
+    info_nce,
+    info_nce_masked,
+    info_nce_masked_rows,
+    info_nce_masked_torch,
+    info_nce_rows,
+    info_nce_torch,
+    positive_share,
+)
 
 MATRIX = [[0.8, 0.3, 0.1], [0.2, 0.7, 0.4], [0.0, 0.3, 0.6]]
 
@@ -218,3 +228,121 @@ def test_torch_twin_rejects_bad_shapes():
         info_nce_torch(torch.zeros(3, 2), torch.zeros(2, 2), 0.1)
     with pytest.raises(ValueError, match="tau"):
         info_nce_torch(torch.zeros(2, 2), torch.zeros(2, 2), 0.0)
+
+
+# ---- masked InfoNCE (false negatives) ---------------------------------------
+
+
+def by_hand_masked(S, tau, margin, guide=None):
+    """Loops: row i keeps column j unless j != i and guide[i][j] > guide[i][i] + margin."""
+    G = S if guide is None else guide
+    total = 0.0
+    for i, row in enumerate(S):
+        kept = [math.exp(s / tau) for j, s in enumerate(row) if j == i or not G[i][j] > G[i][i] + margin]
+        total += -math.log(math.exp(row[i] / tau) / sum(kept))
+    return total / len(S)
+
+
+TWIN = [[0.844, 0.854, 0.728, 0.478],  # the router row of lesson 4: a twin scores above the positive
+        [0.30, 0.90, 0.20, 0.10]]
+
+
+def test_masked_matches_loops_on_the_twin_row():
+    for margin in (0.1, 0.0, -0.05, -0.2):
+        assert info_nce_masked(TWIN, 0.05, margin) == pytest.approx(by_hand_masked(TWIN, 0.05, margin), abs=1e-12)
+    assert false_negative_mask(TWIN, 0.1).sum() == 0  # 0.854 is not above 0.844 + 0.1
+    assert false_negative_mask(TWIN, 0.0).tolist() == [[False, True, False, False], [False] * 4]
+    assert false_negative_mask(TWIN, -0.15).tolist() == [[False, True, True, False], [False] * 4]
+
+
+def test_masked_rule_is_strict_and_never_masks_the_positive():
+    S = [[0.5, 0.6, 0.7], [0.9, 0.5, 0.5]]
+    assert false_negative_mask(S, 0.1).tolist() == [[False, False, True], [True, False, False]]
+    assert not false_negative_mask(S, -5.0).diagonal().any()
+    assert info_nce_masked([[0.5, 0.9]], 1.0, -1.0) == 0.0  # every negative masked: the positive takes all
+
+
+def test_masked_equals_info_nce_when_nothing_is_masked():
+    rng = np.random.default_rng(7)
+    S = rng.uniform(-1, 1, size=(4, 7))
+    assert info_nce_masked(S, 0.07, 2.0) == pytest.approx(info_nce(S, 0.07), abs=1e-12)
+    np.testing.assert_allclose(info_nce_masked_rows(S, 0.07, 2.0), info_nce_rows(S, 0.07), atol=1e-12)
+
+
+def test_guide_decides_the_mask():
+    S = [[0.8, 0.9, 0.1]]
+    guide = [[0.8, 0.1, 0.95]]  # the guide thinks column 2, not column 1, is the false negative
+    assert false_negative_mask(S, 0.0, guide).tolist() == [[False, False, True]]
+    assert info_nce_masked(S, 0.1, 0.0, guide) == pytest.approx(by_hand_masked(S, 0.1, 0.0, guide), abs=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tables(), taus, st.floats(-0.5, 0.5))
+def test_masked_agrees_with_loops_and_never_exceeds_info_nce(S, tau, margin):
+    assert info_nce_masked(S, tau, margin) == pytest.approx(by_hand_masked(S.tolist(), tau, margin), rel=1e-9, abs=1e-9)
+    assert np.all(info_nce_masked_rows(S, tau, margin) <= info_nce_rows(S, tau) + 1e-12)
+
+
+def test_masked_torch_matches_numpy_and_masked_entries_get_no_gradient():
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(3, 6, generator=g, dtype=torch.float64)
+    d = torch.randn(5, 6, generator=g, dtype=torch.float64, requires_grad=True)
+    S = (F.normalize(q, dim=-1) @ F.normalize(d, dim=-1).T).detach().numpy()
+    for margin in (0.3, 0.0, -0.3):
+        assert info_nce_masked_torch(q, d, 0.1, margin).item() == pytest.approx(info_nce_masked(S, 0.1, margin), abs=1e-12)
+    guide = torch.tensor(S[:, ::-1].copy())  # another model's opinion decides the mask
+    assert info_nce_masked_torch(q, d, 0.1, 0.0, guide=guide).item() == pytest.approx(
+        info_nce_masked(S, 0.1, 0.0, guide.numpy()), abs=1e-12)
+    # with queries = I and docs = S^T the scores are S itself, so docs.grad^T is dL/dS
+    table = torch.tensor(S.T.copy(), requires_grad=True)
+    info_nce_masked_torch(torch.eye(3, dtype=torch.float64), table, 0.1, 0.0, normalize=False).backward()
+    mask = false_negative_mask(S, 0.0)
+    assert mask.sum() == 4
+    dS = table.grad.T.numpy()
+    assert np.all(dS[mask] == 0) and np.all(dS[~mask] != 0)
+
+
+def test_masked_matches_sentence_transformers_gist_embed(minilm):
+    from sentence_transformers.sentence_transformer.losses import GISTEmbedLoss
+
+    anchors = ["my router keeps disconnecting", "how long is the phone warranty", "i forgot my laptop password"]
+    positives = ["Router drops the connection: hold reset for ten seconds.", "Phone warranty: one year of cover.",
+                 "Forgot the laptop password: restart and press F8."]
+    negatives = ["Router disconnects often: power it off at the wall and on again.", "Phone returns: 14 days.",
+                 "Laptop warranty: three years of cover."]
+    features = [minilm.tokenize(t) for t in (anchors, positives, negatives)]
+    with torch.no_grad():
+        q, p, n = (minilm.encode(t, convert_to_tensor=True) for t in (anchors, positives, negatives))
+        S = (F.normalize(q, dim=-1) @ F.normalize(torch.cat([p, n]), dim=-1).T).double().numpy()
+        for margin in (0.0, -0.1, 0.1):  # GIST masks above positive - m, we above positive + margin: m = -margin
+            gist = GISTEmbedLoss(minilm, guide=minilm, temperature=0.05, margin=-margin,
+                                 contrast_anchors=False, contrast_positives=False)
+            theirs = gist([dict(f) for f in features], labels=None).item()
+            assert info_nce_masked(S, 0.05, margin) == pytest.approx(theirs, abs=1e-4)
+            assert info_nce_masked_torch(q, torch.cat([p, n]), 0.05, margin).item() == pytest.approx(theirs, abs=1e-4)
+        assert false_negative_mask(S, 0.0).any()  # the router look-alike is masked at margin 0: a real test
+
+
+@pytest.mark.parametrize("margin", [float("nan"), float("inf"), True, "0.1", None])
+def test_masked_refuses_a_bad_margin(margin):
+    with pytest.raises(ValueError, match="margin"):
+        info_nce_masked(TWIN, 0.05, margin)
+    with pytest.raises(ValueError, match="margin"):
+        info_nce_masked_torch(torch.eye(2), torch.eye(2), 0.05, margin)
+
+
+def test_masked_validates_like_info_nce():
+    with pytest.raises(ValueError, match="tau"):
+        info_nce_masked(TWIN, 0.0, 0.1)
+    with pytest.raises(ValueError, match="M >= B"):
+        info_nce_masked([[0.8], [0.2]], 0.5, 0.1)
+    with pytest.raises(ValueError, match="NaN"):
+        info_nce_masked([[0.8, float("nan")]], 0.5, 0.1)
+    with pytest.raises(ValueError, match="guide"):
+        info_nce_masked(TWIN, 0.05, 0.1, guide=[[0.1, 0.2]])
+    with pytest.raises(ValueError, match="guide"):
+        info_nce_masked(TWIN, 0.05, 0.1, guide=[[0.1, float("nan"), 0, 0], [0, 0, 0, 0]])
+    with pytest.raises(ValueError, match="guide"):
+        info_nce_masked_torch(torch.eye(2), torch.eye(2), 0.05, 0.1, guide=torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="M >= B"):
+        info_nce_masked_torch(torch.zeros(3, 2), torch.zeros(2, 2), 0.1, 0.1)
