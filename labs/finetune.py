@@ -51,11 +51,12 @@ import numpy as np
 import torch
 
 from labs import plumbing
+from labs.contract import seal_run
 from labs.encoder import (DEFAULT_TASK, LOSSES, adamw, check_device, default_instruction, load_encoder, make_loss,
                           save_model, train_step, train_step_features)
 from labs.gpu import assert_float32_master, set_determinism, training_precision
 from labs.helpdesk import HelpdeskData, data_hashes, file_sha256, load_dataset
-from labs.index import format_query, rank_split, seal_run, write_index
+from labs.index import format_query, rank_split, write_index
 from labs.metrics import rank_documents, tfidf_scores
 from labs.qwen3 import check_attention, count_parameters
 
