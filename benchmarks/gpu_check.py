@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -60,7 +61,7 @@ class Check:
 
     def run(self, *args: str, tail: int = 12) -> subprocess.CompletedProcess:
         left = self.budget_s - (time.perf_counter() - self.start)
-        shown = " ".join(["python", *(str(a).replace(str(ROOT) + "/", "") for a in args)])
+        shown = shlex.join(["python", *(str(a).replace(str(ROOT) + "/", "") for a in args)])
         self.say(f"$ {shown}")
         env = {**os.environ, **OFFLINE}
         try:
@@ -69,7 +70,7 @@ class Check:
         except subprocess.TimeoutExpired:
             self.expect(False, f"finished within the {self.budget_s:.0f} s budget: {shown}")
             return subprocess.CompletedProcess(args, 124, "", "")
-        for line in (done.stdout + done.stderr).strip().splitlines()[-tail:]:
+        for line in (done.stdout + done.stderr).rstrip().splitlines()[-tail:] if tail else []:
             self.say(f"  {line}")
         self.expect(done.returncode == 0, f"exit code 0 (got {done.returncode})")
         return done

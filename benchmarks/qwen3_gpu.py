@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
     build_s = time.perf_counter() - t0
     auto = model[0].auto_model
     if args.gradient_checkpointing:
-        auto.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        auto.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     model.train()
     assert_float32_master(model)
     n_params = count_parameters(model)
@@ -231,7 +231,8 @@ def main(argv: list[str] | None = None) -> dict:
         "mfu": round(flops / step_s / (peak * 1e12), 3) if peak else None, "peak_tflops_assumed": peak,
         "cuda_peak_allocated_gib": round(cuda_alloc / gib, 2) if cuda else None,
         "cuda_peak_reserved_gib": round(cuda_reserved / gib, 2) if cuda else None,
-        "cpu_rss_start_gib": round(rss_start / 2**20, 2), "cpu_rss_before_steps_gib": round(rss_before_steps / 2**20, 2),
+        "cpu_rss_start_gib": round(rss_start / 2**20, 2),
+        "cpu_rss_before_steps_gib": round(rss_before_steps / 2**20, 2),
         "cpu_peak_rss_gib": round(peak_rss_kib / 2**20, 2),
         "cpu_peak_method": "VmHWM reset after the build" if exact else "lifetime VmHWM (clear_refs refused)",
         "estimate_gib": {k: round(v / gib, 2) for k, v in estimate.items()},
