@@ -136,6 +136,23 @@ def test_slider_cells_have_saved_state(path):
         assert state and state.get("state"), f"{path.name}: sliders without saved widget state (run make outputs)"
 
 
+FLOAT_DIGEST = re.compile(r"\.(npy|npz|safetensors|pt|pth|bin)\b[^\n]{0,40}?\b[0-9a-f]{8,}")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_no_stored_output_prints_a_digest_of_float_data(path):
+    """Float bits differ from CPU to CPU: a hash of an array or of weights holds on no other machine."""
+    for i, cell in enumerate(load(path)["cells"]):
+        if cell["cell_type"] == "code":
+            hit = FLOAT_DIGEST.search(text_outputs(cell))
+            assert not hit, f"{path.name} cell {i} prints a digest of float data: {hit.group(0)!r} (hash text files)"
+
+
+def test_the_float_digest_rule_can_fail():
+    assert FLOAT_DIGEST.search("for example corpus_embeddings.npy f33c4f59d8b6...")
+    assert not FLOAT_DIGEST.search("for example corpus_ids.json 46d05ae84c4b...")
+
+
 def test_nbval_sanitizer_covers_addresses():
     cfg = (ROOT / "tests" / "nbval_sanitize.cfg").read_text()
     assert "0x[0-9a-fA-F]+" in cfg
