@@ -258,8 +258,9 @@ def _selector(model, best_dir: Path | None, instruction: str, ends: list[int]):
     from transformers import TrainerCallback
 
     class SelectBest(TrainerCallback):
-        history: list[dict] = []
-        best_epoch = 0
+        def __init__(self) -> None:
+            self.history: list[dict] = []
+            self.best_epoch = 0
 
         def on_step_end(self, args, state, control, **kwargs):
             if state.global_step in ends or state.global_step == state.max_steps:
@@ -282,9 +283,7 @@ def _selector(model, best_dir: Path | None, instruction: str, ends: list[int]):
                     save_model(model, best_dir, instruction)
             plumbing.stage(f"scored epoch {epoch}")
 
-    selector = SelectBest()
-    selector.history = []
-    return selector
+    return SelectBest()
 
 
 def train(config: TrainConfig) -> dict | None:

@@ -79,15 +79,16 @@ def check_positive(name: str, value) -> float:
 def check_new_path(path: str | Path, what: str = "--out", *, folder: bool = True) -> Path:
     """Refuse, with one line naming ``what``, an output path that cannot be created or would overwrite.
 
-    Refused: a dangling link, a file where a folder is wanted (or a folder where a file
+    Refused: a symbolic link (dangling or not), a file where a folder is wanted (or a folder where a file
     is), an existing file, a folder with files in it, a path under a file, and a
     nearest existing parent that is not writable. Nothing is created.
     """
     p = Path(path)
     if str(path) == "":
         raise ValueError(f"{what} is empty")
-    if p.is_symlink() and not p.exists():
-        raise ValueError(f"{what} {str(p)!r} is a dangling link (it points to {os.readlink(p)!r})")
+    if p.is_symlink():
+        state = "a dangling link" if not p.exists() else "a symbolic link"
+        raise ValueError(f"{what} {str(p)!r} is {state} (to {os.readlink(p)!r}): give the real path")
     if p.exists():
         if folder and not p.is_dir():
             raise ValueError(f"{what} {str(p)!r} is a file, not a folder: choose a new folder")

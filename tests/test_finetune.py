@@ -243,11 +243,12 @@ def test_evaluate_refuses_another_corpus(run_dir, data_dir, tmp_path, capsys):
     assert "corpus.jsonl differs" in capsys.readouterr().err
 
 
-def test_epoch_zero_only_indexes_the_untouched_model(tiny_qwen, data_dir, tmp_path):
-    report = train(TrainConfig(data=str(data_dir), out=str(tmp_path / "frozen"), model=str(tiny_qwen), epochs=0))
+def test_epoch_zero_only_indexes_the_untouched_model(tiny_bert, data_dir, tmp_path):
+    report = train(TrainConfig(data=str(data_dir), out=str(tmp_path / "frozen"), model=str(tiny_bert), epochs=0,
+                               instruction="Find the help article."))
     assert report["selected_epoch"] == 0 and report["steps"] == 0 and len(report["history"]) == 1
     reloaded, _, _ = load_encoder(str(tmp_path / "frozen" / "best"))
-    assert default_instruction(reloaded) == DEFAULT_TASK  # a saved run keeps its instruction
+    assert default_instruction(reloaded) == "Find the help article."  # a saved run keeps its instruction
 
 
 def test_no_better_epoch_keeps_the_untouched_model(tiny_bert, data_dir, tmp_path):
@@ -259,11 +260,18 @@ def test_no_better_epoch_keeps_the_untouched_model(tiny_bert, data_dir, tmp_path
     assert report["selected_epoch"] == 0
 
 
-def test_a_bf16_checkpoint_trains_with_float32_weights_in_the_optimizer(data_dir, tmp_path, monkeypatch):
-    """The published Qwen3 stores bf16; the optimizer must still update float32 weights (issue 12)."""
+def test_a_bf16_checkpoint_trains_with_float32_weights_in_the_optimizer(tiny_qwen, data_dir, tmp_path, monkeypatch):
+    """The published Qwen3 stores bf16; the optimizer must still update float32 weights (issue 12).
+    The tiny twin is re-saved in bf16 (weights and config), like the published checkpoint."""
     from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
 
-    folder = write_tiny_qwen3(tmp_path / "bf16", seed=0, dtype=torch.bfloat16)
+    folder = Path(shutil.copytree(tiny_qwen, tmp_path / "bf16"))
+    weights = load_file(folder / "model.safetensors")
+    save_file({k: v.to(torch.bfloat16) for k, v in weights.items()}, folder / "model.safetensors",
+              metadata={"format": "pt"})
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "dtype": "bfloat16"}))
     with safe_open(str(folder / "model.safetensors"), "pt") as f:  # really stored in bf16
         assert {f.get_slice(k).get_dtype() for k in f.keys()} == {"BF16"}
     seen: list[set] = []
