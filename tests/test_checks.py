@@ -14,6 +14,7 @@ from labs.clip import steps_to_reach
 from labs.hard_negatives import best_in_batch_accuracy
 from labs.infonce import positive_share
 from labs.margin_toy import pull, push
+from labs.rerank import PARAPHRASE_RANK
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,6 +37,9 @@ CASES = {
     "check_chance_loss": (lambda: math.log(16), 1 / 16, f"{math.log(16):.2f}"),
     "check_uniform_table_loss": (lambda: math.log(3), 1 / 3, f"{math.log(3):.2f}"),
     "check_steps_to_90": (lambda: steps_to_reach(0.9, tau=1.0, seed=0), 0, None),
+    "check_short_vector_bytes": (lambda: 64 * 4, 64, "256"),
+    "check_smallest_shortlist": (lambda: PARAPHRASE_RANK, 6, None),  # the rank: tests/test_rerank.py
+    "check_rerank_ceiling": (lambda: 70 / 100, 1.0, "0.7"),
 }
 
 ALL = {check.__name__: check for lesson in checks.EXERCISES.values() for check in lesson}
@@ -69,11 +73,19 @@ def test_no_answer_yet_asks_for_one(name, capsys):
 
 
 def test_every_check_in_labs_is_gathered():
+    """An exercise check is a top-level ``check_*`` returning ``bool``; argument validators
+    (``check_tau``, ``check_int``, ...) return the checked value or nothing."""
     defined = set()
     for path in (ROOT / "labs").glob("*.py"):
         tree = ast.parse(path.read_text())
-        defined |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("check_")}
-    defined.discard("check_tau")  # an argument validator, not an exercise
+        defined |= {
+            n.name
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef)
+            and n.name.startswith("check_")
+            and n.returns is not None
+            and ast.unparse(n.returns) == "bool"
+        }
     assert defined == set(ALL)
 
 
