@@ -202,6 +202,8 @@ def cmd_train(args) -> int:
 def cmd_search(args) -> int:
     from labs.index import search
 
+    if not args.query.strip():
+        raise ValueError("the query is empty: give the question to search for")
     for rank, (doc_id, score) in enumerate(search(args.run, args.query, args.k, args.device), start=1):
         print(f"{rank:>2}. {score:.3f}  {doc_id}")
     return 0

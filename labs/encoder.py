@@ -96,15 +96,20 @@ def load_encoder(model: str, device: str = "cpu", max_length: int = 128, attn: s
         source, revision = QWEN3_ID, QWEN3_REVISION
     elif Path(model).is_dir():
         folder, source, revision = Path(model), str(Path(model).resolve()), None
-        if (folder / "modules.json").is_file():
-            _check_model_folder(folder)
-            st = SentenceTransformer(str(folder), device=device, trust_remote_code=False, local_files_only=True,
-                                     model_kwargs={"dtype": torch.float32})
-        elif (folder / "config.json").is_file():
-            _check_model_folder(folder)
-            st = build_qwen3(folder, device=device, max_length=max_length, dtype=torch.float32, attn=attn)
-        else:
+        if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
             raise ValueError(f"model folder {model!r} has neither modules.json nor config.json")
+        _check_model_folder(folder)
+        try:
+            if (folder / "modules.json").is_file():
+                st = SentenceTransformer(str(folder), device=device, trust_remote_code=False,
+                                         local_files_only=True, model_kwargs={"dtype": torch.float32})
+            else:
+                st = build_qwen3(folder, device=device, max_length=max_length, dtype=torch.float32, attn=attn)
+        except ValueError:
+            raise
+        except Exception as err:  # a damaged or foreign folder: bad input, said in one line
+            text = " ".join(str(err).split())[:300]
+            raise ValueError(f"model folder {model!r} cannot be loaded: {type(err).__name__}: {text}") from err
     else:
         raise ValueError(f"model must be 'minilm', {QWEN3_ID!r} or an existing folder, got {model!r}")
     auto = getattr(st[0], "auto_model", None)

@@ -194,6 +194,16 @@ def test_a_model_folder_without_weights_is_refused(capsys, tmp_path, data_dir, t
         assert not (tmp_path / "r").exists()
 
 
+def test_a_damaged_model_folder_is_bad_input(capsys, tmp_path, data_dir, tiny_bert):
+    import shutil
+
+    damaged = Path(shutil.copytree(tiny_bert, tmp_path / "damaged"))
+    (damaged / "model.safetensors").write_bytes(b"not a safetensors file")
+    code, _, err = run(capsys, *train_args(data_dir, tmp_path / "r", damaged))
+    assert code == 2 and "cannot be loaded" in one_line(err)
+    assert list(tmp_path.iterdir()) == [damaged]  # no run folder, no leftovers
+
+
 def test_max_length_above_the_model_limit(capsys, tmp_path, data_dir, tiny_bert):
     code, _, err = run(capsys, *train_args(data_dir, tmp_path / "r", tiny_bert, "--max-length", "600"))
     assert code == 2 and "--max-length 600 is above the model's limit of 128" in one_line(err)
@@ -229,6 +239,11 @@ def test_missing_or_undecodable_data_is_one_line(capsys, tmp_path, data_dir):
     (bad / "queries.jsonl").write_bytes(b'{"query_id": "\xff"}\n' + (data_dir / "queries.jsonl").read_bytes())
     code, _, err = run(capsys, "baseline", "--data", str(bad))
     assert code == 2 and "queries.jsonl" in one_line(err)
+
+
+def test_an_empty_query_is_refused(capsys, tmp_path):
+    code, _, err = run(capsys, "search", str(tmp_path), "  ")
+    assert code == 2 and "query is empty" in one_line(err)
 
 
 def test_search_and_evaluate_refuse_a_folder_that_is_not_a_run(capsys, tmp_path, data_dir):
