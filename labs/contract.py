@@ -35,7 +35,7 @@ from pathlib import Path, PurePosixPath
 
 from labs.helpdesk import FILES, file_sha256
 
-__all__ = ["QUERY_TEMPLATE", "CONTRACT", "EVALUATION_FILES", "contract_digest", "seal_run", "verify_contract"]
+__all__ = ["QUERY_TEMPLATE", "CONTRACT", "EVALUATION_FILES", "contract_digest", "seal_run", "verify_contract", "write_json"]
 
 QUERY_TEMPLATE = "Instruct: {task}\nQuery:{query}"
 CONTRACT = "index_contract.json"
@@ -45,7 +45,7 @@ RUN_FILES = ("metrics.json", "validation_rankings.json")  # hashed by seal_run, 
 EVALUATION_FILES = tuple(f"{split}_{kind}.json" for split in ("val", "test") for kind in ("metrics", "rankings"))
 
 
-def _write_json(path: Path, obj) -> None:
+def write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
 
 
@@ -102,7 +102,7 @@ def seal_run(run: str | Path) -> dict:
     contract["complete"] = True
     contract["contract_sha256"] = contract_digest(contract)
     tmp = run / (CONTRACT + ".tmp")
-    _write_json(tmp, contract)
+    write_json(tmp, contract)
     os.replace(tmp, run / CONTRACT)
     return verify_contract(run)
 

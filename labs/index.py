@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from labs.contract import (CONTRACT, FORMAT, INDEX_FILES, QUERY_TEMPLATE, _write_json, contract_digest, seal_run,
+from labs.contract import (CONTRACT, FORMAT, INDEX_FILES, QUERY_TEMPLATE, write_json, contract_digest, seal_run,
                            verify_contract)
 from labs.helpdesk import HelpdeskData, file_sha256, has_instruction, load_dataset
 from labs.metrics import rank_documents, retrieval_metrics
@@ -135,7 +135,7 @@ def write_index(run: str | Path, model, *, instruction: str | None, max_length: 
     run = Path(run)
     emb = encode_texts(model, [d["text"] for d in corpus], batch_size)
     np.save(run / "corpus_embeddings.npy", emb)
-    _write_json(run / "corpus_ids.json", [d["doc_id"] for d in corpus])
+    write_json(run / "corpus_ids.json", [d["doc_id"] for d in corpus])
     pooling, normalize = model_pooling(model)
     contract = {
         "format": FORMAT,
@@ -156,7 +156,7 @@ def write_index(run: str | Path, model, *, instruction: str | None, max_length: 
         "files": _hashed_files(run),
         "complete": False,
     }
-    _write_json(run / CONTRACT, contract)
+    write_json(run / CONTRACT, contract)
     return contract
 
 
@@ -240,7 +240,7 @@ def evaluate(run: str | Path, data: str | Path, split: str = "val", device: str 
     metrics, rankings = rank_split(model, contract["instruction"], emb, ids, dataset, split, batch_size)
     for path, obj in ((out_rankings, rankings), (out_metrics, {"split": split, "queries": len(rankings), **metrics})):
         tmp = path.with_name(path.name + ".tmp")  # whole files only; metrics, the marker, last
-        _write_json(tmp, obj)
+        write_json(tmp, obj)
         os.replace(tmp, path)
     return metrics
 
