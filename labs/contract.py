@@ -46,6 +46,7 @@ EVALUATION_FILES = tuple(f"{split}_{kind}.json" for split in ("val", "test") for
 
 
 def write_json(path: Path, obj) -> None:
+    """Write `obj` as indented UTF-8 JSON with a final newline."""
     path.write_text(json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
 
 
