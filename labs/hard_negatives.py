@@ -58,7 +58,8 @@ __all__ = [
     "tokenize", "build_vocab", "bag_of_words", "card", "make_triples",
     "normalize_rows", "normalize_backward", "info_nce_grads", "encoder_loss_and_grad",
     "finite_difference_check", "autograd_check",
-    "BiEncoder", "first_batch", "train_bi_encoder", "look_alike_accuracy", "seed_sweep", "best_in_batch_accuracy",
+    "BiEncoder", "first_batch", "train_bi_encoder", "look_alike_accuracy", "seed_sweep", "SLIDER_SEED",
+    "best_in_batch_accuracy",
     "check_best_in_batch", "pull", "push", "check_pull", "check_push",
 ]
 
@@ -409,10 +410,14 @@ def seed_sweep(seeds: Iterable[int] = range(10), **train_kwargs) -> dict[str, np
     return {k: np.array(v) for k, v in out.items()}
 
 
-def best_in_batch_accuracy(tau: float = 0.1, *, seed: int = 0, every: int = 40, max_steps: int = 400) -> float:
+SLIDER_SEED = 10  # the lesson's steps slider trains a seed its ten-seed table (0..9) does not show
+
+
+def best_in_batch_accuracy(tau: float = 0.1, *, seed: int = SLIDER_SEED, every: int = 40,
+                           max_steps: int = 400) -> float:
     """Highest unseen look-alike accuracy the in-batch model shows at any multiple of ``every`` steps.
 
-    The defaults are the positions of the lesson's steps slider (0, 40, ..., 400).
+    The defaults are the lesson's steps slider: seed `SLIDER_SEED`, positions 0, 40, ..., 400.
     """
     _, curve = train_bi_encoder(False, seed=seed, tau=tau, steps=max_steps, checkpoints=range(0, max_steps + 1, every))
     return max(curve.values())
@@ -424,7 +429,7 @@ def best_in_batch_accuracy(tau: float = 0.1, *, seed: int = 0, every: int = 40, 
 
 
 def check_best_in_batch(answer: object) -> bool:
-    """The slider question: the in-batch model's best unseen accuracy over the steps slider (seed 0, tau 0.1).
+    """The slider question: the in-batch model's best unseen accuracy over the steps slider (seed 10, tau 0.1).
 
     Accepts a share (0.6) or a percentage (60).
     """
