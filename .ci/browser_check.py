@@ -292,6 +292,7 @@ LEGIBILITY_JS = """
 ([phone, mermaidMin]) => {
   const out = [];
   const article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  if (!article) return out;  // a redirect page (the root index.html) has nothing to measure
   const near = el => {
     let node = el;
     while (node && node !== article) {
@@ -358,6 +359,7 @@ LEGIBILITY_JS = """
 GLOSSARY_LINKS_JS = """
 () => {
   const article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  if (!article) return [];
   return [...article.querySelectorAll('a[href]')]
     .filter(a => new URL(a.href, location.href).pathname.endsWith('/glossary.html')
                  && new URL(a.href, location.href).pathname !== location.pathname)
@@ -452,8 +454,9 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path) -> tupl
 
     legibility = check_legibility(page, "1280 px", phone=False)
     if rel.startswith("notebooks/"):
-        time = TIME_RE.search(html)
-        if not time or ("<h2" in html and time.start() > html.index("<h2")):
+        time, title = TIME_RE.search(html), html.find("<h1", max(html.find("<article"), 0))
+        section = html.find("<h2", title) if title >= 0 else -1  # the lesson's first section
+        if not time or (section >= 0 and time.start() > section):
             legibility.append("no time estimate at the top of the lesson (a line '*About N minutes to read and "
                               "run; ...*' before the first section)")
     legibility += [f"1280 px: {p}" for p in check_glossary_links(root, page.evaluate(GLOSSARY_LINKS_JS), url)]
