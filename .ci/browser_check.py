@@ -346,9 +346,15 @@ LEGIBILITY_JS = """
   }
   const page = document.documentElement.scrollWidth;
   if (page > window.innerWidth + 1) {
-    const culprits = [...article.querySelectorAll('*')]
-      .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && e.offsetParent !== null)
-      .filter(e => !e.parentElement || e.parentElement.getBoundingClientRect().right <= window.innerWidth + 1)
+    const unclipped = e => {  // nothing between it and the page would scroll or clip it
+      for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+        if (getComputedStyle(a).overflowX !== 'visible') return false;
+      }
+      return true;
+    };
+    const culprits = [...document.body.querySelectorAll('*')]
+      .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && e.getBoundingClientRect().width > 0)
+      .filter(unclipped)
       .slice(0, 3).map(e => `<${e.tagName.toLowerCase()} class="${e.className}"> near "${near(e)}"`);
     out.push(`the page scrolls sideways (${page} px wide in ${window.innerWidth}): ${culprits.join('; ')}`);
   }
