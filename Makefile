@@ -34,7 +34,7 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export OMP_WAIT_POLICY := PASSIVE
 
 .PHONY: help python setup vendor chromium book book-clean test unit nbval nbval-alt browser lab lab-check \
-        serve outputs lock clean report
+        gpu-check serve outputs lock clean report
 
 help:
 	@echo "make book     set up and build the HTML book into _build/html (warnings are errors)"
@@ -43,6 +43,7 @@ help:
 	@echo "make lab      set up and open the notebooks in JupyterLab on http://127.0.0.1:$(LAB_PORT)"
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000 for offline reading"
 	@echo "make outputs  re-execute every notebook in place (saves widget state)"
+	@echo "make gpu-check  GPU only: the GPU path end to end, report in book/gpu-check.txt (exit 2 without CUDA)"
 
 # ---- set-up --------------------------------------------------------------
 python:
@@ -115,6 +116,12 @@ lab: setup
 
 lab-check: setup chromium
 	$(PY) .ci/lab_check.py
+
+# GPU only, not part of make test: the CLI on CUDA with the tiny Qwen3 twin stored in bf16 (twice: the
+# runs must agree exactly), fp16 + gradient checkpointing, then the full-size benchmark. Under 5 minutes,
+# no network. Writes book/gpu-check.txt (commit it); without CUDA it writes nothing and exits 2.
+gpu-check: setup
+	$(PY) benchmarks/gpu_check.py
 
 browser: setup chromium
 	$(PY) .ci/browser_check.py _build/html
