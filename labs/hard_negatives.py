@@ -434,7 +434,7 @@ def check_best_in_batch(answer: object) -> bool:
     Accepts a share (0.6) or a percentage (60).
     """
     if answer is None:
-        print("Not answered yet: fill in the highest accuracy you saw, as a share (such as 0.5) or a percentage.")
+        print("Not answered yet: fill in the highest accuracy you saw (a share, e.g. 0.5).")
         return False
     if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)) or not 0 <= answer <= 100:
         print(f"The answer is a number: a share from 0 to 1 or a percentage from 0 to 100, got {answer!r}.")

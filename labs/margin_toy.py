@@ -121,7 +121,7 @@ def _call(fn: Callable, args: tuple) -> tuple[np.ndarray, np.ndarray] | str:
 
 def _check_mover(fn: object, name: str, reference: Callable, cases: list[tuple], hint: Callable) -> bool:
     if fn is None:
-        print(f"Not answered yet: fill in your {name} function, pass it in, and run the cell again.")
+        print(f"Not answered yet: fill in your {name} function and run the cell again.")
         return False
     if not callable(fn):
         print(f"Pass the function itself, e.g. check_{name}(my_{name}), not a {type(fn).__name__}.")
@@ -129,7 +129,7 @@ def _check_mover(fn: object, name: str, reference: Callable, cases: list[tuple],
     for args in cases:
         got = _call(fn, args)
         if isinstance(got, str) and got.startswith("nothing"):
-            print(f"Not answered yet: your function returned {got}.")
+            print("Not answered yet: your function returned None; replace the placeholder line.")
             return False
         if isinstance(got, str):
             print(f"Your function raised {got} for the arguments {args}; it should return two points.")
