@@ -180,6 +180,7 @@ def cmd_baseline(args) -> int:
 def cmd_train(args) -> int:
     from labs.finetune import TrainConfig, train
 
+    plumbing.check_new_path(args.out, "--out")  # named as the flag here; train checks again, under a lock
     config = TrainConfig(data=args.data, out=args.out, model=args.model, device=args.device, epochs=args.epochs,
                          batch_size=args.batch_size, lr=args.lr, scale=args.scale, max_length=args.max_length,
                          seed=args.seed, hard_negatives=args.hard_negatives, instruction=args.instruction,

@@ -74,6 +74,9 @@ __all__ = [
     "train_step_features",
     "train",
     "check_chance_loss",
+    "check_first_jump",
+    "check_kept_epoch",
+    "FIRST_JUMP_B",
 ]
 
 METRICS = tuple(f"{m}@{k}" for k in (1, 5, 10) for m in ("recall", "mrr", "ndcg"))
@@ -297,12 +300,12 @@ def train(config: TrainConfig) -> dict | None:
     """
     check_config(config)
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
-    plumbing.check_new_path(config.out)
+    plumbing.check_new_path(config.out, "run folder")
     deterministic = torch.are_deterministic_algorithms_enabled()
     try:
         if rank != 0:
             return _run(config, load_dataset(config.data), None, world)
-        with plumbing.build_atomically(config.out) as folder:  # the lock first: a second run fails at once
+        with plumbing.build_atomically(config.out, "run folder") as folder:  # the lock first: a second run fails at once
             return _run(config, load_dataset(config.data), folder, world)
     finally:
         torch.use_deterministic_algorithms(deterministic)
@@ -395,7 +398,7 @@ def check_chance_loss(answer) -> bool:
     import math
 
     if answer is None:
-        print("Fill in your answer: a number, the loss of one row when all 16 candidates score the same.")
+        print("Not answered yet. Fill in answer = a number: the loss of the batch.")
         return False
     try:
         value = float(answer)
@@ -415,4 +418,56 @@ def check_chance_loss(answer) -> bool:
     else:
         print("Not quite. The scale does not matter when all scores are equal: what probability does each of "
               "the 16 candidates get, and what is minus its log?")
+    return False
+
+
+FIRST_JUMP_B = 5  # notebook 05's fixed batch under MiniLM: its 5th pair is the first look-alike of an earlier one
+
+
+def check_first_jump(answer, similarities=None) -> bool:
+    """Exercise (slider): the smallest batch size B whose fixed-batch loss at scale 20 is above 0.1.
+
+    ``similarities``: the notebook's (32, 32) cosine table of the fixed batch, so the check holds
+    for whichever model the page ran; without it, the MiniLM answer `FIRST_JUMP_B`.
+    """
+    from labs.infonce import info_nce
+
+    if answer is None:
+        print("Not answered yet. Fill in answer = a whole number: the batch size B.")
+        return False
+    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)) and not (
+            isinstance(answer, float) and answer.is_integer()):
+        print(f"Give a whole number (a batch size), not {answer!r}.")
+        return False
+    right = FIRST_JUMP_B
+    if similarities is not None:
+        S = np.asarray(similarities, dtype=np.float64)
+        right = next((b for b in range(2, len(S) + 1) if info_nce(S[:b, :b], 1 / 20) > 0.1), None)
+    if int(answer) == right:
+        print("Right: that pair's question (or article) is a look-alike of one already in the batch, so "
+              "one row ranks a wrong article first. Who is in the batch matters as much as how many.")
+        return True
+    if right is not None and int(answer) > right:
+        print("Too late: at scale 20, go back one batch size at a time until the loss falls to 0.1 or less.")
+    else:
+        print("Too early: at that B the loss is still 0.1 or less at scale 20. Move the slider up.")
+    return False
+
+
+def check_kept_epoch(answer) -> bool:
+    """Exercise: validation MRR@5 reads 0.90, 0.88, 0.93, 0.93, 0.91 at epochs 0-4; which epoch is in best/?"""
+    if answer is None:
+        print("Not answered yet. Fill in answer = a whole number from 0 to 4: the epoch kept.")
+        return False
+    if isinstance(answer, bool) or answer not in range(5):
+        print(f"Give an epoch number from 0 to 4, not {answer!r}.")
+        return False
+    hints = {0: "The untouched model is a candidate, but a later epoch beats it here.",
+             1: "Epoch 1 scores below the untouched model: it is never saved.",
+             3: "A tie is not a win: best/ is saved only when a score beats every earlier one.",
+             4: "The last epoch is not kept just for being last: compare its score with the earlier ones."}
+    if answer == 2:
+        print("Right: epoch 2 is the first to beat every earlier score; epoch 3 only ties it, epoch 4 is lower.")
+        return True
+    print(hints[answer])
     return False
