@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from labs.clip import check_steps_to_90, check_uniform_table_loss
+from labs.duplicates import check_duplicate_floor, check_twin_push
 from labs.finetune import check_chance_loss
 from labs.hard_negatives import check_best_in_batch
 from labs.infonce import check_best_cell
@@ -31,7 +32,7 @@ from labs.temperature import check_share_threshold, check_sharper_tau
 
 EXERCISES: dict[str, list[Callable[..., bool]]] = {
     "01_pooling": [check_unmasked_mean, check_padding_safe_mode],
-    "02_infonce": [check_best_cell],
+    "02_infonce": [check_best_cell, check_duplicate_floor, check_twin_push],
     "03_temperature": [check_sharper_tau, check_share_threshold],
     "04_hard_negatives": [check_pull, check_push, check_best_in_batch],
     "05_finetuning": [check_chance_loss],

@@ -29,6 +29,8 @@ CASES = {
     "check_padding_safe_mode": (lambda: "cls", "mean", "cls"),
     "check_cross_encoder_reason": (lambda: "b", "a", None),
     "check_best_cell": (lambda: (2, 2), (1, 2), "(2, 2)"),
+    "check_duplicate_floor": (lambda: math.log(3), math.log(2), "1.10"),
+    "check_twin_push": (lambda: "push", "pull", None),
     "check_sharper_tau": (sharper_tau, 0.5, None),
     "check_share_threshold": (lambda: "down", "up", "down"),
     "check_pull": (lambda: pull, lambda a, b, rate: (a, b), None),

@@ -1,0 +1,123 @@
+"""A right card twice (or more) in one batch, and a look-alike twin: what InfoNCE's gradient does.
+
+In plain terms: if a question's own card also sits in the batch as an *exact*
+copy (another question has the same answer text), the two columns always score
+the same, because they are the same vector. The loss counts the copy as a
+negative, but moving the question toward the card raises both scores together,
+and the net effect on that shared score is still a pull: its derivative is
+``(share_own + share_copies - 1) / tau``, which is negative until the copies
+hold the whole share. The row's own share can then never pass ``1 / n`` for
+``n`` identical columns, so the loss has a floor of ``ln n`` (``ln 2`` for one
+duplicate), where the pull vanishes. A *distinct* text that is also right (a
+look-alike twin) has a score of its own, and the loss pushes that score down
+with derivative ``share_twin / tau``: that is the real push away from a right
+answer.
+
+Shapes
+------
+=========  ==========  ==================================================
+name       shape       meaning
+=========  ==========  ==================================================
+scores     (M,)        one row of the similarity table: a question's cosine
+                       with each of the M cards
+own        int         the column holding the question's own card
+copies     ints        the columns that hold the very same card (own included)
+=========  ==========  ==================================================
+
+Relations: the row loss is one row of `labs.infonce.info_nce`; a loss that
+drops columns scoring above the positive plus a margin is
+`labs.infonce.info_nce_masked` (lesson 4). Lesson: ``notebooks/02_infonce.ipynb``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from labs.infonce import check_tau
+
+__all__ = ["row_shares", "shared_score_gradient", "duplicate_floor", "check_duplicate_floor", "check_twin_push"]
+
+
+def row_shares(scores: Sequence[float], tau: float) -> np.ndarray:
+    """Softmax shares of one row at temperature tau: (M,) -> (M,)."""
+    tau = check_tau(tau)
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1 or s.size < 2:
+        raise ValueError(f"scores must be one row of at least 2 cosines, got shape {s.shape}")
+    z = s / tau
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def shared_score_gradient(scores: Sequence[float], copies: Sequence[int], tau: float) -> float:
+    """d(row loss)/d s for the one score s that every column in ``copies`` shares (the own card first).
+
+    The row loss is -ln(share of copies[0]); each copy's cell is the same s, so
+    the derivatives add: (share of copies[0] - 1)/tau + sum of the other copies'
+    shares / tau. Negative means raising s lowers the loss: a pull.
+    """
+    copies = list(copies)
+    s = np.asarray(scores, dtype=np.float64)
+    if not copies or len(set(copies)) != len(copies) or not all(0 <= c < s.size for c in copies):
+        raise ValueError(f"copies must be distinct column indices of the row (0..{s.size - 1}), got {copies}")
+    if np.ptp(s[copies]) > 0:
+        raise ValueError(f"exact copies score the same; columns {copies} hold {s[copies].tolist()}")
+    p = row_shares(s, tau)
+    return float((p[copies].sum() - 1.0) / tau)
+
+
+def duplicate_floor(n_copies: int) -> float:
+    """The lowest row loss when the right card fills ``n_copies`` identical columns: ln n."""
+    if isinstance(n_copies, bool) or not isinstance(n_copies, (int, np.integer)) or n_copies < 1:
+        raise ValueError(f"n_copies must be a whole number >= 1, got {n_copies!r}")
+    return math.log(n_copies)
+
+
+# ---- exercise checks: say right, or how it is wrong, never the answer ----------
+
+
+def check_duplicate_floor(answer: float | None) -> bool:
+    """Exercise: a row's right card is in the batch three times (identical); the lowest loss it can reach?"""
+    if answer is None:
+        print("Not answered yet: fill in answer = the lowest loss, a number (2 decimals are enough)")
+        return False
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        print(f"Hint: the answer is one number, got {answer!r}")
+        return False
+    if abs(value - duplicate_floor(3)) < 5e-3:
+        print("Right: three identical columns always score alike, so the own card's share stops at "
+              "one third, and -ln(1/3) = ln 3 is as low as the row can go.")
+        return True
+    if abs(value) < 5e-3:
+        print("Not quite: a loss of 0 needs the own card to take the whole share. Can it, "
+              "when identical columns always score the same?")
+    elif abs(value - duplicate_floor(2)) < 5e-3:
+        print("Close: that is the floor for two copies. Here the card is there three times.")
+    elif abs(value - 1 / 3) < 5e-3:
+        print("Close: that is the best *share*; the loss is minus the log of it.")
+    else:
+        print("Hint: let the negatives fall far behind; how do the identical columns split the share?")
+    return False
+
+
+def check_twin_push(answer: str | None) -> bool:
+    """Exercise: the look-alike twin is a distinct text that is also right; does the loss pull or push its score?"""
+    if answer is None:
+        print('Not answered yet: fill in answer = "pull" or answer = "push"')
+        return False
+    word = str(answer).strip().lower()
+    if word not in {"pull", "push"}:
+        print(f'Answer with "pull" or "push", got {answer!r}')
+        return False
+    if word == "pull":
+        print("Not quite: the twin has a column of its own and no label. Look at the sign of its "
+              "derivative: share / tau.")
+        return False
+    print("Right: its derivative is its share / tau > 0, so a step lowers its score: the loss pushes "
+          "the question away from a text that is also right.")
+    return True
