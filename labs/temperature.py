@@ -41,6 +41,7 @@ __all__ = [
     "train_at_temperature",
     "check_sharper_tau",
     "check_share_threshold",
+    "check_scale_for_tau",
 ]
 
 
@@ -135,7 +136,7 @@ def train_at_temperature(
 def check_sharper_tau(answer: float | None) -> bool:
     """Exercise: the largest tau (to 2 decimals) at which a 0.2 cosine lead over three negatives earns >= 90%."""
     if answer is None:
-        print("Fill in your answer: a temperature, e.g. answer = 0.5")
+        print("Not answered yet: fill in a temperature, e.g. answer = 0.5")
         return False
     try:
         tau = check_tau(answer, "answer")
@@ -157,7 +158,7 @@ def check_sharper_tau(answer: float | None) -> bool:
 def check_share_threshold(answer: str | None) -> bool:
     """Exercise: when the cosine gap shrinks, must tau go up or down to keep the same share?"""
     if answer is None:
-        print('Fill in your answer: answer = "up" or answer = "down"')
+        print('Not answered yet: fill in answer = "up" or answer = "down"')
         return False
     word = str(answer).strip().lower()
     if word not in {"up", "down"}:
@@ -168,3 +169,28 @@ def check_share_threshold(answer: str | None) -> bool:
         return False
     print("Right: the share depends on gap / tau, so a smaller gap needs a smaller tau for the same share.")
     return True
+
+
+def check_scale_for_tau(answer: float | None) -> bool:
+    """Exercise: CLIP starts at tau = 0.07; what `scale` gives MultipleNegativesRankingLoss that temperature?"""
+    if answer is None:
+        print("Not answered yet: fill in answer = the scale, a number (1 decimal is enough)")
+        return False
+    if isinstance(answer, bool):
+        print(f"Hint: the answer is one number, got {answer!r}")
+        return False
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        print(f"Hint: the answer is one number, got {answer!r}")
+        return False
+    if abs(value - 1 / 0.07) < 0.05:
+        print(f"Right: scale = 1 / tau, so tau = 0.07 is a scale of {value:.1f}.")
+        return True
+    if abs(value - 0.07) < 1e-9:
+        print("Not quite: that is the temperature itself; the library takes its reciprocal.")
+    elif abs(value - 0.07 * 20) < 1e-6 or abs(value - 20) < 1e-9:
+        print("Hint: 20 is the default scale (tau = 0.05). Which scale is tau = 0.07?")
+    else:
+        print("Hint: scale and tau are reciprocals: scale = 1 / tau.")
+    return False

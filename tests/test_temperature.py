@@ -18,6 +18,7 @@ def one_thread():
     yield
     torch.set_num_threads(before)
 from labs.temperature import (
+    check_scale_for_tau,
     check_share_threshold,
     check_sharper_tau,
     make_toy_pairs,
@@ -87,3 +88,11 @@ def test_check_share_threshold():
     assert check_share_threshold("up") is False
     assert check_share_threshold("sideways") is False
     assert check_share_threshold(None) is False
+
+
+def test_check_scale_for_tau(capsys):
+    for wrong in (None, True, "x", 0.07, 20, 7):
+        assert check_scale_for_tau(wrong) is False
+    assert "14.3" not in capsys.readouterr().out  # hints never give the answer
+    assert check_scale_for_tau(1 / 0.07) is True
+    assert check_scale_for_tau(14.3) is True
