@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from labs.clip import check_steps_to_90, check_uniform_table_loss
 from labs.duplicates import check_duplicate_floor, check_twin_push
-from labs.finetune import check_chance_loss
+from labs.finetune import check_chance_loss, check_first_jump, check_kept_epoch
 from labs.hard_negatives import check_best_in_batch
 from labs.infonce import check_best_cell
 from labs.margin_toy import check_pull, check_push
@@ -28,14 +28,14 @@ from labs.rerank import (
     check_short_vector_bytes,
     check_smallest_shortlist,
 )
-from labs.temperature import check_scale_for_tau, check_share_threshold, check_sharper_tau
+from labs.temperature import check_share_threshold, check_sharper_tau
 
 EXERCISES: dict[str, list[Callable[..., bool]]] = {
     "01_pooling": [check_unmasked_mean, check_padding_safe_mode],
     "02_infonce": [check_best_cell, check_duplicate_floor, check_twin_push],
-    "03_temperature": [check_sharper_tau, check_share_threshold, check_scale_for_tau],
+    "03_temperature": [check_sharper_tau, check_share_threshold],
     "04_hard_negatives": [check_pull, check_push, check_best_in_batch],
-    "05_finetuning": [check_chance_loss],
+    "05_finetuning": [check_kept_epoch, check_first_jump, check_chance_loss],
     "06_clip": [check_uniform_table_loss, check_steps_to_90],
     "07_beyond_one_vector": [
         check_short_vector_bytes,

@@ -11,6 +11,7 @@ import pytest
 
 import labs.checks as checks
 from labs.clip import steps_to_reach
+from labs.finetune import FIRST_JUMP_B
 from labs.hard_negatives import best_in_batch_accuracy
 from labs.infonce import positive_share
 from labs.margin_toy import pull, push
@@ -33,11 +34,12 @@ CASES = {
     "check_twin_push": (lambda: "push", "pull", None),
     "check_sharper_tau": (sharper_tau, 0.5, None),
     "check_share_threshold": (lambda: "down", "up", "down"),
-    "check_scale_for_tau": (lambda: 1 / 0.07, 0.07, "14.3"),
     "check_pull": (lambda: pull, lambda a, b, rate: (a, b), None),
     "check_push": (lambda: push, pull, None),
     "check_best_in_batch": (lambda: best_in_batch_accuracy(0.1), 0.0, None),
     "check_chance_loss": (lambda: math.log(16), 1 / 16, f"{math.log(16):.2f}"),
+    "check_kept_epoch": (lambda: 2, 3, None),
+    "check_first_jump": (lambda: FIRST_JUMP_B, FIRST_JUMP_B - 1, None),  # the batch: notebook 05 asserts it
     "check_uniform_table_loss": (lambda: math.log(3), 1 / 3, f"{math.log(3):.2f}"),
     "check_steps_to_90": (lambda: steps_to_reach(0.9, tau=1.0, seed=0), 0, None),
     "check_short_vector_bytes": (lambda: 64 * 4, 64, "256"),
