@@ -28,12 +28,12 @@ from labs.rerank import (
     check_short_vector_bytes,
     check_smallest_shortlist,
 )
-from labs.temperature import check_share_threshold, check_sharper_tau
+from labs.temperature import check_scale_for_tau, check_share_threshold, check_sharper_tau
 
 EXERCISES: dict[str, list[Callable[..., bool]]] = {
     "01_pooling": [check_unmasked_mean, check_padding_safe_mode],
     "02_infonce": [check_best_cell, check_duplicate_floor, check_twin_push],
-    "03_temperature": [check_sharper_tau, check_share_threshold],
+    "03_temperature": [check_sharper_tau, check_share_threshold, check_scale_for_tau],
     "04_hard_negatives": [check_pull, check_push, check_best_in_batch],
     "05_finetuning": [check_kept_epoch, check_first_jump, check_chance_loss],
     "06_clip": [check_uniform_table_loss, check_steps_to_90],

@@ -34,6 +34,7 @@ CASES = {
     "check_twin_push": (lambda: "push", "pull", None),
     "check_sharper_tau": (sharper_tau, 0.5, None),
     "check_share_threshold": (lambda: "down", "up", "down"),
+    "check_scale_for_tau": (lambda: 1 / 0.07, 0.07, "14.3"),
     "check_pull": (lambda: pull, lambda a, b, rate: (a, b), None),
     "check_push": (lambda: push, pull, None),
     "check_best_in_batch": (lambda: best_in_batch_accuracy(0.1), 0.0, None),
