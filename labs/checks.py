@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from labs.clip import check_steps_to_90, check_uniform_table_loss
+from labs.clip_digits import check_false_negative_floor
 from labs.duplicates import check_duplicate_floor, check_twin_push
 from labs.finetune import check_chance_loss, check_first_jump, check_kept_epoch
 from labs.hard_negatives import check_best_in_batch
@@ -36,7 +37,7 @@ EXERCISES: dict[str, list[Callable[..., bool]]] = {
     "03_temperature": [check_sharper_tau, check_share_threshold, check_scale_for_tau],
     "04_hard_negatives": [check_pull, check_push, check_best_in_batch],
     "05_finetuning": [check_kept_epoch, check_first_jump, check_chance_loss],
-    "06_clip": [check_uniform_table_loss, check_steps_to_90],
+    "06_clip": [check_uniform_table_loss, check_steps_to_90, check_false_negative_floor],
     "07_beyond_one_vector": [
         check_short_vector_bytes,
         check_cross_encoder_reason,

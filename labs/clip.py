@@ -242,7 +242,7 @@ def steps_to_reach(target: float, *, tau: float, seed: int = 0, max_steps: int =
 def check_uniform_table_loss(answer: float | None) -> bool:
     """Exercise: B = 3 pairs whose table has the same cosine everywhere; the CLIP loss at any tau?"""
     if answer is None:
-        print("Fill in your answer: answer = the loss as a number (3 decimals are enough)")
+        print("Not answered yet: fill in answer = the loss as a number (3 decimals are enough)")
         return False
     try:
         value = float(answer)
@@ -267,7 +267,7 @@ def check_uniform_table_loss(answer: float | None) -> bool:
 def check_steps_to_90(answer: int | None) -> bool:
     """Exercise: on seed 0 at tau = 1.0, the fewest steps that lift zero-shot accuracy to >= 90%?"""
     if answer is None:
-        print("Fill in your answer: answer = a whole number of training steps")
+        print("Not answered yet: fill in answer = a whole number of training steps")
         return False
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)) or answer < 0:
         print(f"Hint: the answer is a whole number of steps (0 or more), got {answer!r}")

@@ -6,7 +6,15 @@ digits. We write a few captions per digit ("a handwritten seven", "the digit
 tower frozen. A small image encoder (a two-layer network) is then trained with
 the symmetric CLIP loss so each picture lands next to a caption of its digit.
 Afterwards a picture is labelled "zero-shot" by its nearest caption, with no
-classifier trained on the labels.
+classifier trained; the captions themselves name each training image's digit,
+so they carry the labels, written as sentences.
+
+With ten digits, a random batch of 64 shows each digit about six times: every
+row has same-digit captions among its negatives (false negatives), and the loss
+cannot fall below `false_negative_floor`. Two ways remove the floor: the
+"one_per_digit" sampler (`draw_batch`) holds one image per digit, and
+``mask_same_digit`` keeps batches of 64 but leaves same-digit captions out of
+each row's negatives.
 
 Shapes
 ------
@@ -26,8 +34,9 @@ captions, captions pick images), the same value as `labs.infonce.clip_loss` on
 the similarity table. Freezing one tower and training the other is the idea of
 LiT (Zhai et al., 2022), which froze the *image* tower and trained the text
 one; here the roles are swapped because the pretrained tower we have offline is
-a text model. `recall_at_1` is the hit rate of CLIP's retrieval tables and
-equals `labs.metrics.mrr_at_k` with k = 1. The linear probe is scikit-learn's
+a text model. `hit_at_1` is the hit rate of CLIP's retrieval tables (top-1
+accuracy) and equals `labs.metrics.mrr_at_k` with k = 1; it is not Recall@k,
+which counts the share of *all* relevant items found. The linear probe is scikit-learn's
 ``LogisticRegression``.
 
 Lesson: ``notebooks/06_clip.ipynb`` (the toy version lives in `labs.clip`).
@@ -35,6 +44,7 @@ Lesson: ``notebooks/06_clip.ipynb`` (the toy version lives in `labs.clip`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -54,13 +64,17 @@ __all__ = [
     "class_text_vectors",
     "ImageTower",
     "symmetric_loss_torch",
+    "SAMPLERS",
+    "draw_batch",
+    "false_negative_floor",
     "train_image_tower",
     "embed_images",
     "zero_shot_predict",
     "linear_probe_accuracy",
-    "recall_at_1",
+    "hit_at_1",
     "DigitsReport",
     "run_digits_lit",
+    "check_false_negative_floor",
 ]
 
 DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
@@ -152,14 +166,31 @@ class ImageTower(nn.Module):
         return self.net(x)
 
 
-def symmetric_loss_torch(image_vecs: torch.Tensor, text_vecs: torch.Tensor, tau: float) -> torch.Tensor:
-    """CLIP loss on (B, D) and (B, D): half images-pick-captions plus half captions-pick-images."""
+def symmetric_loss_torch(
+    image_vecs: torch.Tensor, text_vecs: torch.Tensor, tau: float, labels: torch.Tensor | None = None
+) -> torch.Tensor:
+    """CLIP loss on (B, D) and (B, D): half images-pick-captions plus half captions-pick-images.
+
+    With ``labels`` (B,), every off-diagonal cell whose row and column show the
+    same digit is left out of both softmaxes: a caption that is right for an
+    image is no longer counted as its negative (no false-negative floor).
+    """
     if image_vecs.shape != text_vecs.shape:
         raise ValueError(
             f"image_vecs and text_vecs must have the same (B, D) shape, got "
             f"{tuple(image_vecs.shape)} and {tuple(text_vecs.shape)}"
         )
-    return 0.5 * info_nce_torch(image_vecs, text_vecs, tau) + 0.5 * info_nce_torch(text_vecs, image_vecs, tau)
+    if labels is None:
+        return 0.5 * info_nce_torch(image_vecs, text_vecs, tau) + 0.5 * info_nce_torch(text_vecs, image_vecs, tau)
+    tau = check_tau(tau)
+    labels = torch.as_tensor(labels)
+    if labels.shape != (image_vecs.shape[0],):
+        raise ValueError(f"labels must hold one digit per row ({image_vecs.shape[0]}), got {tuple(labels.shape)}")
+    logits = nn.functional.normalize(image_vecs, dim=-1) @ nn.functional.normalize(text_vecs, dim=-1).T / tau
+    same = (labels[:, None] == labels[None, :]) & ~torch.eye(len(labels), dtype=torch.bool)
+    logits = logits.masked_fill(same, float("-inf"))
+    target = torch.arange(len(labels))
+    return 0.5 * nn.functional.cross_entropy(logits, target) + 0.5 * nn.functional.cross_entropy(logits.T, target)
 
 
 def _as_tensor(X: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
@@ -167,6 +198,51 @@ def _as_tensor(X: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array (images x pixels), got shape {tuple(X.shape)}")
     return X
+
+
+#: How a training batch is drawn: "random" (any images, so one digit can fill several rows) or
+#: "one_per_digit" (one image of each trained digit: no two rows share a digit, no false negatives).
+SAMPLERS = ("random", "one_per_digit")
+
+
+def draw_batch(y: np.ndarray, batch: int | None, sampler: str, gen: torch.Generator) -> torch.Tensor:
+    """Row indices into ``y`` for one training batch, drawn with ``gen``: (batch,) or (number of digits,).
+
+    "random" draws ``batch`` images uniformly (with replacement); "one_per_digit"
+    draws one image of each digit present in ``y``, in digit order, so the
+    batch holds as many rows as there are digits and ``batch`` must be None or
+    that number.
+    """
+    y = np.asarray(y)
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+    if sampler == "random":
+        if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 2:
+            raise ValueError(f"batch must be an integer >= 2 for the random sampler, got {batch!r}")
+        return torch.randint(len(y), (int(batch),), generator=gen)
+    digits = np.unique(y)
+    if batch is not None and batch != len(digits):
+        raise ValueError(f"one_per_digit batches hold one image per digit ({len(digits)}), got batch={batch!r}")
+    picks = []
+    for d in digits:
+        rows = np.flatnonzero(y == d)
+        picks.append(int(rows[int(torch.randint(len(rows), (1,), generator=gen))]))
+    return torch.tensor(picks, dtype=torch.long)
+
+
+def false_negative_floor(batch_labels: np.ndarray) -> float:
+    """The lowest mean row loss a batch allows when rows of one digit cannot be told apart: (B,) -> float.
+
+    A row whose digit appears n times in the batch can at best split its share
+    evenly among those n same-digit columns (its own caption and n - 1 false
+    negatives), a loss of ln n; the floor is the mean over rows. By symmetry the
+    column direction has the same floor. 0 when every row's digit is unique.
+    """
+    labels = np.asarray(batch_labels)
+    if labels.ndim != 1 or labels.size == 0:
+        raise ValueError(f"batch_labels must be a non-empty 1-D array, got shape {labels.shape}")
+    same = labels[:, None] == labels[None, :]
+    return float(np.mean(np.log(same.sum(axis=1))))
 
 
 def train_image_tower(
@@ -177,16 +253,21 @@ def train_image_tower(
     classes: Sequence[int] | None = None,
     steps: int = 300,
     tau: float = 0.1,
-    batch: int = 64,
+    batch: int | None = None,
     lr: float = 1e-3,
     hidden: int = 256,
     seed: int = 0,
+    sampler: str = "random",
+    mask_same_digit: bool = False,
 ) -> tuple[ImageTower, list[float]]:
     """Train the image tower against frozen captions with the symmetric loss (Adam).
 
-    Each step draws ``batch`` training images (only of ``classes``, all ten by
-    default) and pairs each with a random phrasing of its own digit. Returns the
-    tower and the loss of every step.
+    Each step draws a batch of training images (only of ``classes``, all ten by
+    default; see `draw_batch` for the two samplers) and pairs each with a random
+    phrasing of its own digit. ``batch`` is the random sampler's size (None:
+    64); one_per_digit batches hold one image per trained digit. Returns the
+    tower and the loss of every step. ``mask_same_digit`` leaves same-digit
+    captions out of each row's negatives (see `symmetric_loss_torch`).
     """
     tau = check_tau(tau)
     _check_caption_emb(caption_emb)
@@ -194,7 +275,13 @@ def train_image_tower(
     y = np.asarray(y)
     if y.shape != (Xt.shape[0],):
         raise ValueError(f"y must hold one label per image ({Xt.shape[0]}), got shape {y.shape}")
-    for name, value, low in (("steps", steps, 0), ("batch", batch, 2), ("hidden", hidden, 1)):
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+    if sampler == "random" and batch is None:
+        batch = 64
+    for name, value, low in (("steps", steps, 0), ("hidden", hidden, 1)) + (
+        (("batch", batch, 2),) if sampler == "random" else ()
+    ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     keep_classes = list(range(10)) if classes is None else sorted({int(c) for c in classes})
@@ -202,8 +289,12 @@ def train_image_tower(
         raise ValueError(f"classes must be a non-empty subset of 0..9, got {classes!r}")
     keep = np.isin(y, keep_classes)
     Xt, yt = Xt[torch.as_tensor(keep)], torch.as_tensor(y[keep], dtype=torch.long)
-    if len(yt) < batch:
+    if sampler == "random" and len(yt) < batch:
         raise ValueError(f"only {len(yt)} training images of classes {keep_classes}, fewer than batch={batch}")
+    missing = sorted(set(keep_classes) - set(yt.tolist()))
+    if sampler == "one_per_digit" and (missing or batch not in (None, len(keep_classes))):
+        raise ValueError(f"one_per_digit batches hold one image per trained digit ({len(keep_classes)}); "
+                         f"got batch={batch!r}, digits without images: {missing}")
 
     torch.manual_seed(seed)  # the tower's initial weights
     gen = torch.Generator().manual_seed(seed)  # the batches and phrasings
@@ -215,10 +306,10 @@ def train_image_tower(
     torch.set_num_threads(1)  # matrices this small gain nothing from more threads, and one thread is reproducible
     try:
         for _ in range(steps):
-            idx = torch.randint(len(yt), (batch,), generator=gen)
-            phrasing = torch.randint(n_phrasings, (batch,), generator=gen)
+            idx = draw_batch(yt.numpy(), batch, sampler, gen)
+            phrasing = torch.randint(n_phrasings, (len(idx),), generator=gen)
             text = caption_emb[yt[idx], phrasing]  # (batch, D), frozen
-            loss = symmetric_loss_torch(tower(Xt[idx]), text, tau)
+            loss = symmetric_loss_torch(tower(Xt[idx]), text, tau, yt[idx] if mask_same_digit else None)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -257,10 +348,10 @@ def linear_probe_accuracy(
     return float(probe.score(B, np.asarray(y_test)))
 
 
-def recall_at_1(
+def hit_at_1(
     image_vecs: torch.Tensor, image_labels: np.ndarray, text_vecs: torch.Tensor, text_labels: np.ndarray
 ) -> tuple[float, float]:
-    """Recall@1 both ways, a hit when the top result shows the same digit.
+    """hit@1 (top-1 accuracy) both ways: a hit when the top result shows the same digit.
 
     Returns (image -> text: share of images whose most similar caption names
     their digit, text -> image: share of captions whose most similar image shows
@@ -285,8 +376,8 @@ class DigitsReport:
     probe: float  # linear probe on the tower's test vectors
     pixel_probe: float  # linear probe on the raw pixels
     chance: float  # 1 / number of classes
-    image_to_text: float  # Recall@1, test images against every caption
-    text_to_image: float  # Recall@1, every caption against the test images
+    image_to_text: float  # hit@1, test images against every caption
+    text_to_image: float  # hit@1, every caption against the test images
     per_class: np.ndarray  # (10,) zero-shot accuracy per digit
     predictions: np.ndarray = field(repr=False)  # (N_test,) zero-shot label of every test image
     losses: list[float] = field(repr=False, default_factory=list)
@@ -301,21 +392,28 @@ def run_digits_lit(
     steps: int = 300,
     tau: float = 0.1,
     seed: int = 0,
+    sampler: str = "random",
+    mask_same_digit: bool = False,
 ) -> DigitsReport:
-    """Train on every digit except ``held_out``, then evaluate on all ten test classes."""
+    """Train on every digit except ``held_out``, then evaluate on all ten test classes.
+
+    ``sampler="one_per_digit"`` trains on batches of one image per trained digit
+    (no false negatives; see `draw_batch`); "random" on batches of 64 images,
+    with same-digit captions masked out of the negatives if ``mask_same_digit``.
+    """
     held = sorted({int(c) for c in held_out})
     if not set(held) <= set(range(10)) or len(held) >= 10:
         raise ValueError(f"held_out must name some (not all) digits 0..9, got {held_out!r}")
     seen = [c for c in range(10) if c not in held]
-    tower, losses = train_image_tower(split.X_train, split.y_train, caption_emb, classes=seen,
-                                      steps=steps, tau=tau, seed=seed)
+    tower, losses = train_image_tower(split.X_train, split.y_train, caption_emb, classes=seen, steps=steps,
+                                      tau=tau, seed=seed, sampler=sampler, mask_same_digit=mask_same_digit)
     test_vecs, train_vecs = embed_images(tower, split.X_test), embed_images(tower, split.X_train)
     pred = zero_shot_predict(test_vecs, class_text_vectors(caption_emb))
     per_class = np.array([np.mean(pred[split.y_test == c] == c) for c in range(10)])
     n_phrasings = caption_emb.shape[1]
     text_vecs = caption_emb.reshape(-1, caption_emb.shape[2])
     text_labels = np.repeat(np.arange(10), n_phrasings)
-    i2t, t2i = recall_at_1(test_vecs, split.y_test, text_vecs, text_labels)
+    i2t, t2i = hit_at_1(test_vecs, split.y_test, text_vecs, text_labels)
     return DigitsReport(
         zero_shot=float(np.mean(pred == split.y_test)),
         probe=linear_probe_accuracy(train_vecs.numpy(), split.y_train, test_vecs.numpy(), split.y_test),
@@ -328,3 +426,33 @@ def run_digits_lit(
         losses=losses,
         tower=tower,
     )
+
+
+# ---- exercise checks: say right, or how it is wrong, never the answer ----------
+
+FLOOR_BATCH = (7, 7, 3, 1)  # the exercise's batch: four images, two of them sevens
+
+
+def check_false_negative_floor(answer: float | None) -> bool:
+    """Exercise: the false-negative floor (mean row loss) of a batch whose images show 7, 7, 3 and 1."""
+    if answer is None:
+        print("Not answered yet: fill in answer = the floor, a number (2 decimals are enough)")
+        return False
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        print(f"Hint: the answer is one number, got {answer!r}")
+        return False
+    truth = false_negative_floor(np.array(FLOOR_BATCH))
+    if abs(value - truth) < 5e-3:
+        print("Right: each seven splits its share with the other seven's caption (ln 2 each), "
+              "the 3 and the 1 are alone (0 each), and the floor is the mean over the four rows.")
+        return True
+    if abs(value - len(FLOOR_BATCH) * truth) < 5e-3:
+        print("Close: that is the sum of the rows; the loss is their mean.")
+    elif abs(value - math.log(2)) < 5e-3:
+        print("Close: that is the floor of one seven's row; the other two rows can reach 0. Average all four.")
+    else:
+        print("Hint: a row whose digit appears n times in the batch can do no better than ln n. "
+              "Count per row, then average.")
+    return False

@@ -43,6 +43,7 @@ CASES = {
     "check_first_jump": (lambda: FIRST_JUMP_B, FIRST_JUMP_B - 1, None),  # the batch: notebook 05 asserts it
     "check_uniform_table_loss": (lambda: math.log(3), 1 / 3, f"{math.log(3):.2f}"),
     "check_steps_to_90": (lambda: steps_to_reach(0.9, tau=1.0, seed=0), 0, None),
+    "check_false_negative_floor": (lambda: math.log(2) / 2, math.log(2), "0.35"),
     "check_short_vector_bytes": (lambda: 64 * 4, 64, "256"),
     "check_smallest_shortlist": (lambda: PARAPHRASE_RANK, 6, None),  # the rank: tests/test_rerank.py
     "check_rerank_ceiling": (lambda: 70 / 100, 1.0, "0.7"),

@@ -178,7 +178,7 @@ def test_check_uniform_table_loss(capsys):
         assert check_uniform_table_loss(wrong) is False
         assert "Right" not in capsys.readouterr().out
     assert check_uniform_table_loss(None) is False
-    assert "Fill in" in capsys.readouterr().out
+    assert "not answered yet" in capsys.readouterr().out.lower()
 
 
 def test_check_steps_to_90(capsys):
@@ -249,11 +249,11 @@ def test_symmetric_loss_matches_clip_loss():
     assert abs(cd.symmetric_loss_torch(I, T, 0.1).item() - clip_loss(S, 0.1)) < 1e-5
 
 
-def test_recall_at_1_matches_mrr_at_1():
+def test_hit_at_1_matches_mrr_at_1():
     g = torch.Generator().manual_seed(1)
     images, texts = F.normalize(torch.randn(30, 8, generator=g), dim=1), F.normalize(torch.randn(12, 8, generator=g), dim=1)
     il, tl = np.arange(30) % 4, np.arange(12) % 4
-    i2t, t2i = cd.recall_at_1(images, il, texts, tl)
+    i2t, t2i = cd.hit_at_1(images, il, texts, tl)
     S = (images @ texts.T).numpy()
     img_ids, txt_ids = [f"i{k:02d}" for k in range(30)], [f"t{k:02d}" for k in range(12)]
     ranked = rank_documents(S, txt_ids, img_ids)
@@ -301,6 +301,96 @@ def test_digits_bad_input(digits):
     with pytest.raises(ValueError, match="share D"):
         cd.zero_shot_predict(torch.ones(3, 4), torch.ones(10, 5))
     with pytest.raises(ValueError, match="one label per row"):
-        cd.recall_at_1(torch.ones(3, 4), np.zeros(2), torch.ones(5, 4), np.zeros(5))
+        cd.hit_at_1(torch.ones(3, 4), np.zeros(2), torch.ones(5, 4), np.zeros(5))
     with pytest.raises(ValueError, match="equal widths"):
         cd.linear_probe_accuracy(np.ones((4, 3)), np.zeros(4), np.ones((2, 5)), np.zeros(2))
+
+
+# ---------------------------------------------------------------------------
+# Batches without false negatives: one image per digit
+# ---------------------------------------------------------------------------
+
+
+def test_one_per_digit_batches_hold_each_digit_once():
+    y = np.repeat(np.arange(10), 7)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        idx = cd.draw_batch(y, None, "one_per_digit", gen)
+        assert sorted(y[idx.numpy()].tolist()) == list(range(10))
+        assert cd.false_negative_floor(y[idx.numpy()]) == 0.0
+    idx = cd.draw_batch(y[y != 3], 9, "one_per_digit", gen)  # batch may name the number of digits
+    assert len(idx) == 9
+    random_idx = cd.draw_batch(y, 64, "random", torch.Generator().manual_seed(0))
+    assert torch.equal(random_idx, torch.randint(len(y), (64,), generator=torch.Generator().manual_seed(0)))
+
+
+def test_false_negative_floor_by_hand():
+    assert cd.false_negative_floor(np.array([7, 7, 3, 1])) == pytest.approx(2 * math.log(2) / 4)
+    assert cd.false_negative_floor(np.array([5, 5, 5])) == pytest.approx(math.log(3))
+    assert cd.false_negative_floor(np.arange(10)) == 0.0
+
+
+def test_false_negative_floor_is_the_best_loss_when_same_digit_captions_look_alike():
+    """Rows of one digit that share one caption vector: the best symmetric loss is the floor."""
+    labels = np.array([0, 0, 1, 2, 2, 2])
+    V = torch.eye(3, dtype=torch.float64)[labels]  # same digit, same caption vector
+    assert cd.symmetric_loss_torch(V, V, 1e-3).item() == pytest.approx(cd.false_negative_floor(labels))
+
+
+def test_one_per_digit_training_has_no_floor_and_learns(digits):
+    _, _, emb, split, *_ = digits
+    tower, losses = cd.train_image_tower(split.X_train, split.y_train, emb, steps=150, sampler="one_per_digit")
+    assert np.mean(losses[-20:]) < 0.6 < np.mean(losses[:5])  # the random batches of 64 stop near 2
+    pred = cd.zero_shot_predict(cd.embed_images(tower, split.X_test), cd.class_text_vectors(emb))
+    assert np.mean(pred == split.y_test) >= 0.8
+
+
+def test_samplers_bad_input(digits):
+    _, _, emb, split, *_ = digits
+    X, y = split.X_train, split.y_train
+    gen = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="sampler"):
+        cd.draw_batch(y, 8, "balanced", gen)
+    with pytest.raises(ValueError, match="one image per digit"):
+        cd.draw_batch(y, 64, "one_per_digit", gen)
+    with pytest.raises(ValueError, match="batch"):
+        cd.draw_batch(y, None, "random", gen)
+    with pytest.raises(ValueError, match="sampler"):
+        cd.train_image_tower(X, y, emb, sampler="balanced")
+    with pytest.raises(ValueError, match="one image per trained digit"):
+        cd.train_image_tower(X, y, emb, sampler="one_per_digit", batch=64)
+    with pytest.raises(ValueError, match="1-D"):
+        cd.false_negative_floor(np.zeros((2, 2)))
+
+
+def test_check_false_negative_floor(capsys):
+    assert cd.check_false_negative_floor(math.log(2) / 2) is True
+    for wrong in (None, "x", 2 * math.log(2), math.log(2), 0.0):
+        assert cd.check_false_negative_floor(wrong) is False
+    out = capsys.readouterr().out
+    assert "0.35" not in out and "0.347" not in out
+
+
+def test_masked_symmetric_loss_drops_same_digit_columns():
+    g = torch.Generator().manual_seed(2)
+    I, T = torch.randn(5, 6, generator=g), torch.randn(5, 6, generator=g)
+    labels = torch.tensor([0, 1, 0, 2, 1])
+    S = (F.normalize(I, dim=1) @ F.normalize(T, dim=1).T).numpy() / 0.1
+    rows, cols = [], []
+    for i in range(5):
+        keep = [j for j in range(5) if j == i or labels[j] != labels[i]]
+        rows.append(-(S[i, i] - np.log(np.exp(S[i, keep]).sum())))
+        cols.append(-(S[i, i] - np.log(np.exp(S[keep, i]).sum())))
+    by_hand = 0.5 * np.mean(rows) + 0.5 * np.mean(cols)
+    assert cd.symmetric_loss_torch(I, T, 0.1, labels).item() == pytest.approx(by_hand, rel=1e-5)
+    distinct = torch.arange(5)
+    assert cd.symmetric_loss_torch(I, T, 0.1, distinct).item() == pytest.approx(
+        cd.symmetric_loss_torch(I, T, 0.1).item(), rel=1e-6)
+    with pytest.raises(ValueError, match="labels"):
+        cd.symmetric_loss_torch(I, T, 0.1, torch.arange(4))
+
+
+def test_masked_training_has_no_floor(digits):
+    _, _, emb, split, *_ = digits
+    _, losses = cd.train_image_tower(split.X_train, split.y_train, emb, steps=150, mask_same_digit=True)
+    assert np.mean(losses[-20:]) < 1.0  # unmasked batches of 64 stop near their floor of about 1.9
