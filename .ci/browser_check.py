@@ -74,6 +74,7 @@ LEGIBLE_PAGES = {
     "book/papers.html",
     "book/practitioners-guide.html",
     "book/self-test.html",
+    "notebooks/03_temperature.html",
 }
 
 
