@@ -75,6 +75,7 @@ LEGIBLE_PAGES = {
     "book/practitioners-guide.html",
     "book/self-test.html",
     "notebooks/03_temperature.html",
+    "notebooks/04_hard_negatives.html",
 }
 
 
