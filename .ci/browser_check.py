@@ -74,8 +74,12 @@ LEGIBLE_PAGES = {
     "book/papers.html",
     "book/practitioners-guide.html",
     "book/self-test.html",
+    "book/scaling.html",
+    "notebooks/01_pooling.html",
+    "notebooks/02_infonce.html",
     "notebooks/03_temperature.html",
     "notebooks/04_hard_negatives.html",
+    "notebooks/07_beyond_one_vector.html",
 }
 
 
