@@ -82,7 +82,7 @@ def duplicate_floor(n_copies: int) -> float:
 def check_duplicate_floor(answer: float | None) -> bool:
     """Exercise: a row's right card is in the batch three times (identical); the lowest loss it can reach?"""
     if answer is None:
-        print("Not answered yet: fill in answer = the lowest loss, a number (2 decimals are enough)")
+        print("Not answered yet: fill in the lowest loss, a number (2 decimals are enough)")
         return False
     try:
         value = float(answer)
