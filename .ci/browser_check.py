@@ -77,7 +77,6 @@ LEGIBLE_PAGES = {
     "book/scaling.html",
     "notebooks/01_pooling.html",
     "notebooks/02_infonce.html",
-    "notebooks/02_infonce.html",
     "notebooks/03_temperature.html",
     "notebooks/04_hard_negatives.html",
     "notebooks/07_beyond_one_vector.html",
