@@ -2,7 +2,8 @@
 
 One module per topic, each readable in one sitting. By lesson:
 
-1. Pooling: `labs.pooling` (the packaged all-MiniLM-L6-v2 loader; mean, CLS and last-token pooling).
+1. Pooling: `labs.pooling` (the packaged all-MiniLM-L6-v2 loader; mean, CLS and last-token pooling;
+   the lesson's 80-article search set, `help_articles` and `help_questions`).
 2. InfoNCE by hand: `labs.infonce` (the loss, its symmetric form, the positive's softmax share).
 3. Temperature: `labs.temperature` (the gradient on the positive; training at several temperatures).
 4. Hard negatives: `labs.margin_toy` (pull and push in 2-D), `labs.hard_negatives` (the
@@ -11,9 +12,11 @@ One module per topic, each readable in one sitting. By lesson:
    nDCG@k, TF-IDF and BM25), `labs.qwen3` (the Qwen3-Embedding assembly), `labs.gpu`
    (determinism, precision), `labs.encoder` (load with float32 weights, loss, optimizer, one
    step by hand, save), `labs.finetune` (batches and the one training path, with selection),
-   `labs.index` (the index contract). Scaling out: `labs.scaling` (GradCache, accumulation)
-   and `labs.distributed` (DDP).
+   `labs.index` (encoding and search), `labs.contract` (the index contract). Scaling out:
+   `labs.scaling` (GradCache, accumulation) and `labs.distributed` (DDP).
 6. CLIP: `labs.clip` (the toy) and `labs.clip_digits` (digits with a frozen text tower).
+7. Beyond one vector: `labs.rerank` (the cross-encoder trained here, shortlist, rerank,
+   retrieve-then-rerank, the helmet and rule data).
 
 `labs.checks` gathers every exercise's answer check. The command line is `labs.cli`
 (``python -m labs``); `labs.plumbing` holds what every command shares (offline set-up, output

