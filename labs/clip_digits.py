@@ -44,7 +44,6 @@ Lesson: ``notebooks/06_clip.ipynb`` (the toy version lives in `labs.clip`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -52,6 +51,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from labs.clip_batches import (  # noqa: F401 (re-exported: the lesson imports them from here)
+    FLOOR_BATCH,
+    SAMPLERS,
+    check_false_negative_floor,
+    draw_batch,
+    false_negative_floor,
+)
 from labs.infonce import check_tau, info_nce_torch
 
 __all__ = [
@@ -198,51 +204,6 @@ def _as_tensor(X: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array (images x pixels), got shape {tuple(X.shape)}")
     return X
-
-
-#: How a training batch is drawn: "random" (any images, so one digit can fill several rows) or
-#: "one_per_digit" (one image of each trained digit: no two rows share a digit, no false negatives).
-SAMPLERS = ("random", "one_per_digit")
-
-
-def draw_batch(y: np.ndarray, batch: int | None, sampler: str, gen: torch.Generator) -> torch.Tensor:
-    """Row indices into ``y`` for one training batch, drawn with ``gen``: (batch,) or (number of digits,).
-
-    "random" draws ``batch`` images uniformly (with replacement); "one_per_digit"
-    draws one image of each digit present in ``y``, in digit order, so the
-    batch holds as many rows as there are digits and ``batch`` must be None or
-    that number.
-    """
-    y = np.asarray(y)
-    if sampler not in SAMPLERS:
-        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
-    if sampler == "random":
-        if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 2:
-            raise ValueError(f"batch must be an integer >= 2 for the random sampler, got {batch!r}")
-        return torch.randint(len(y), (int(batch),), generator=gen)
-    digits = np.unique(y)
-    if batch is not None and batch != len(digits):
-        raise ValueError(f"one_per_digit batches hold one image per digit ({len(digits)}), got batch={batch!r}")
-    picks = []
-    for d in digits:
-        rows = np.flatnonzero(y == d)
-        picks.append(int(rows[int(torch.randint(len(rows), (1,), generator=gen))]))
-    return torch.tensor(picks, dtype=torch.long)
-
-
-def false_negative_floor(batch_labels: np.ndarray) -> float:
-    """The lowest mean row loss a batch allows when rows of one digit cannot be told apart: (B,) -> float.
-
-    A row whose digit appears n times in the batch can at best split its share
-    evenly among those n same-digit columns (its own caption and n - 1 false
-    negatives), a loss of ln n; the floor is the mean over rows. By symmetry the
-    column direction has the same floor. 0 when every row's digit is unique.
-    """
-    labels = np.asarray(batch_labels)
-    if labels.ndim != 1 or labels.size == 0:
-        raise ValueError(f"batch_labels must be a non-empty 1-D array, got shape {labels.shape}")
-    same = labels[:, None] == labels[None, :]
-    return float(np.mean(np.log(same.sum(axis=1))))
 
 
 def train_image_tower(
@@ -426,33 +387,3 @@ def run_digits_lit(
         losses=losses,
         tower=tower,
     )
-
-
-# ---- exercise checks: say right, or how it is wrong, never the answer ----------
-
-FLOOR_BATCH = (7, 7, 3, 1)  # the exercise's batch: four images, two of them sevens
-
-
-def check_false_negative_floor(answer: float | None) -> bool:
-    """Exercise: the false-negative floor (mean row loss) of a batch whose images show 7, 7, 3 and 1."""
-    if answer is None:
-        print("Not answered yet: fill in answer = the floor, a number (2 decimals are enough)")
-        return False
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        print(f"Hint: the answer is one number, got {answer!r}")
-        return False
-    truth = false_negative_floor(np.array(FLOOR_BATCH))
-    if abs(value - truth) < 5e-3:
-        print("Right: each seven splits its share with the other seven's caption (ln 2 each), "
-              "the 3 and the 1 are alone (0 each), and the floor is the mean over the four rows.")
-        return True
-    if abs(value - len(FLOOR_BATCH) * truth) < 5e-3:
-        print("Close: that is the sum of the rows; the loss is their mean.")
-    elif abs(value - math.log(2)) < 5e-3:
-        print("Close: that is the floor of one seven's row; the other two rows can reach 0. Average all four.")
-    else:
-        print("Hint: a row whose digit appears n times in the batch can do no better than ln n. "
-              "Count per row, then average.")
-    return False
