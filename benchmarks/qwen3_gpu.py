@@ -34,16 +34,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import time
-from pathlib import Path
 
-for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-    os.environ.setdefault(_name, "1")
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+from labs.plumbing import offline, reset_peak, status_kib
 
 # Dense tensor-core peaks without sparsity (TFLOP/s) from the vendors' data sheets; first match wins.
 PEAK_TFLOPS = {
@@ -64,19 +61,6 @@ def peak_tflops(device: str, precision: str, given: float | None) -> float | Non
     return next((v for k, v in PEAK_TFLOPS.get(precision, []) if k in name), None)
 
 
-def _status_kib(field: str) -> int:
-    return int(re.search(rf"{field}:\s+(\d+)", Path("/proc/self/status").read_text()).group(1))
-
-
-def _reset_peak_rss() -> bool:
-    """Reset the resident high-water mark (Linux clear_refs '5'); False where refused (then: lifetime peak)."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
 def make_batch(rng: np.random.Generator, batch_size: int, instruction: str, max_length: int) -> list[list[str]]:
     """[questions with the instruction, articles]: word counts drawn so lengths vary within a batch.
 
@@ -93,6 +77,7 @@ def make_batch(rng: np.random.Generator, batch_size: int, instruction: str, max_
 
 
 def main(argv: list[str] | None = None) -> dict:
+    offline()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", default="0.6b", choices=["0.6b", "tiny"], help="architecture from config")
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu")
@@ -114,7 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from labs.gpu import assert_float32_master, autocast_dtype, describe_device, set_determinism, training_precision
 
-    rss_start = _status_kib("VmRSS")
+    rss_start = status_kib("VmRSS")
     set_determinism(0, deterministic=not args.no_deterministic)  # before CUDA starts
     device = args.device
     try:
@@ -171,8 +156,8 @@ def main(argv: list[str] | None = None) -> dict:
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    rss_before_steps = _status_kib("VmRSS")
-    exact = _reset_peak_rss()
+    rss_before_steps = status_kib("VmRSS")
+    exact = reset_peak()
     times, losses, real, padded, seq_lens = [], [], [], [], []
     for i, columns in enumerate(batches):
         features = features_of(columns)
@@ -187,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict:
             real.append(sum(int(f["attention_mask"].sum()) for f in features))
             padded.append(sum(f["attention_mask"].numel() for f in features))
             seq_lens.append([int(f["attention_mask"].shape[1]) for f in features])
-    peak_rss_kib = _status_kib("VmHWM")
+    peak_rss_kib = status_kib("VmHWM")
     cuda_alloc = torch.cuda.max_memory_allocated() if cuda else None
     cuda_reserved = torch.cuda.max_memory_reserved() if cuda else None
 

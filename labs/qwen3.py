@@ -229,7 +229,7 @@ def build_random_qwen3(size: str = "0.6b", *, device: str = "cpu", max_length: i
 
 
 # Probe texts: a short one (padded in a batch) and one longer than any max length (truncated).
-_PROBES = ("a", "How do I change the password? " * 700)
+POOLING_PROBES = ("a", "How do I change the password? " * 700)
 
 
 def check_pooling_contract(model_or_tokenizer) -> None:
@@ -256,9 +256,9 @@ def check_pooling_contract(model_or_tokenizer) -> None:
     if not isinstance(eos_id, int) or tokenizer.convert_ids_to_tokens(eos_id) != EOS:
         raise ValueError(f"the tokenizer has no end token {EOS}: Qwen3 last-token pooling reads that token's state")
     if modules:
-        features = model_or_tokenizer.preprocess(list(_PROBES))
+        features = model_or_tokenizer.preprocess(list(POOLING_PROBES))
     else:
-        features = tokenizer(list(_PROBES), padding=True, truncation=True, max_length=32, return_tensors="pt")
+        features = tokenizer(list(POOLING_PROBES), padding=True, truncation=True, max_length=32, return_tensors="pt")
     ids, mask = features["input_ids"], features["attention_mask"]
     if not bool(mask[:, -1].all()):
         raise ValueError("the tokenizer leaves padding at the end of a row despite padding_side='left': "

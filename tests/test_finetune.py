@@ -113,7 +113,7 @@ def test_instruction_added_exactly_once_everywhere(run_dir, texts_seen, data_dir
     data = load_dataset(data_dir)
     docs = {d["text"] for d in data.corpus}
     questions = {q["text"] for q in data.queries}
-    probes = set(getattr(labs.qwen3, "_PROBES", ()))  # the pooling-contract check's own texts, at load
+    probes = set(labs.qwen3.POOLING_PROBES)  # the pooling-contract check's own texts, at load
     assert texts_seen
     for text in texts_seen:
         if text in docs or text in probes:
