@@ -278,7 +278,10 @@ def _ref(value: str) -> str:
 
 
 def live_sliders(state: dict) -> list[LiveSlider]:
-    """Every live_slider in a widget state ({"state": {model_id: {...}}} or the bare mapping)."""
+    """Every live_slider in a widget state ({"state": {model_id: {...}}} or the bare mapping).
+
+    In the state's order, which is not the page's (model ids are random): see notebook_live_sliders.
+    """
     models = state.get("state", state)
     found = []
     for model_id, model in models.items():
@@ -304,6 +307,10 @@ def live_sliders(state: dict) -> list[LiveSlider]:
 
 
 def notebook_live_sliders(nb: dict) -> list[LiveSlider]:
-    """Every live_slider stored in a notebook (a dict as read by json or nbformat)."""
+    """Every live_slider stored in a notebook (a dict as read by json or nbformat), in cell order."""
     state = nb.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
-    return live_sliders(state)
+    views = [out["data"]["application/vnd.jupyter.widget-view+json"].get("model_id")
+             for cell in nb.get("cells", []) for out in cell.get("outputs", [])
+             if "application/vnd.jupyter.widget-view+json" in out.get("data", {})]
+    shown = {model_id: i for i, model_id in enumerate(views)}
+    return sorted(live_sliders(state), key=lambda spec: shown.get(spec.model_id, len(shown)))
