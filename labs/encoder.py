@@ -25,8 +25,8 @@ import torch
 
 from labs import plumbing
 from labs.gpu import assert_float32_master, autocast_dtype
-from labs.index import format_query
-from labs.qwen3 import ATTENTION, QWEN3_ID, QWEN3_REVISION, build_qwen3, check_attention
+from labs.index import format_query, model_pooling
+from labs.qwen3 import ATTENTION, QWEN3_ID, QWEN3_REVISION, build_qwen3, check_attention, check_pooling_contract
 
 __all__ = [
     "DEFAULT_TASK",
@@ -103,6 +103,8 @@ def load_encoder(model: str, device: str = "cpu", max_length: int = 128, attn: s
             if (folder / "modules.json").is_file():
                 st = SentenceTransformer(str(folder), device=device, trust_remote_code=False,
                                          local_files_only=True, model_kwargs={"dtype": torch.float32})
+                if model_pooling(st)[0] == "lasttoken":  # a saved Qwen3 run: the same contract as at build
+                    check_pooling_contract(st)
             else:
                 st = build_qwen3(folder, device=device, max_length=max_length, dtype=torch.float32, attn=attn)
         except ValueError:

@@ -331,7 +331,12 @@ def _run(config: TrainConfig, data: HelpdeskData, folder: Path | None, world: in
     model.prompts = {}  # the instruction is added once, by format_query; never again as a saved prompt
     columns, batches, ends = _plan(data, config, instruction, world)
     if config.gradient_checkpointing and hasattr(model[0], "auto_model"):
-        model[0].auto_model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        auto = model[0].auto_model  # transformers 5 renamed the switch; 4.x has only the old name
+        enable = getattr(auto, "activation_checkpointing_enable", None)
+        if enable is not None:
+            enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            auto.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     assert_float32_master(model)  # before the trainer builds its optimizer
     plumbing.stage("loaded")
     scratch = tempfile.mkdtemp(prefix="labs-trainer-")  # the trainer's output_dir; nothing is kept there
@@ -365,6 +370,7 @@ def _run(config: TrainConfig, data: HelpdeskData, folder: Path | None, world: in
     if folder is None:
         return None
     parameters = count_parameters(model)
+    weights_dtype = "+".join(sorted({str(p.dtype).removeprefix("torch.") for p in model.parameters()}))
     del trainer, model  # free the training copy before loading the selected one
     best, _, _ = load_encoder(str(folder / "best"), config.device, config.max_length, config.attn)
     contract = write_index(folder, best, instruction=instruction, max_length=config.max_length, source=source,
@@ -379,7 +385,7 @@ def _run(config: TrainConfig, data: HelpdeskData, folder: Path | None, world: in
         "config": asdict(config), "entry": "labs.finetune.train (SentenceTransformerTrainer)",
         "source_model": source, "revision": revision, "instruction": instruction, "parameters": parameters,
         "dimensions": contract["dimensions"], "hard_negatives": bool(config.hard_negatives), "loss": config.loss,
-        "precision": precision, "weights_dtype": "float32", "gradient_checkpointing": config.gradient_checkpointing,
+        "precision": precision, "weights_dtype": weights_dtype, "gradient_checkpointing": config.gradient_checkpointing,
         "attn": config.attn, "processes": world, "global_batch": config.batch_size * world,
         "gather_across_devices": world > 1, "steps": len(losses), "train_seconds": round(seconds, 2),
         "losses": losses, "history": selector.history, "selected_epoch": selector.best_epoch,
