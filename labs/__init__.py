@@ -4,7 +4,8 @@ One module per topic, each readable in one sitting. By lesson:
 
 1. Pooling: `labs.pooling` (the packaged all-MiniLM-L6-v2 loader; mean, CLS and last-token pooling;
    the lesson's 80-article search set, `help_articles` and `help_questions`).
-2. InfoNCE by hand: `labs.infonce` (the loss, its symmetric form, the positive's softmax share).
+2. InfoNCE by hand: `labs.infonce` (the loss, its symmetric form, the positive's softmax share,
+   the masked form), `labs.duplicates` (an exact copy of the right card against a distinct twin).
 3. Temperature: `labs.temperature` (the gradient on the positive; training at several temperatures).
 4. Hard negatives: `labs.margin_toy` (pull and push in 2-D), `labs.hard_negatives` (the
    bag-of-words bi-encoder with hand-derived gradients), `labs.mining` (BM25 and embedding mining).
@@ -14,7 +15,8 @@ One module per topic, each readable in one sitting. By lesson:
    step by hand, save), `labs.finetune` (batches and the one training path, with selection),
    `labs.index` (encoding and search), `labs.contract` (the index contract). Scaling out:
    `labs.scaling` (GradCache, accumulation) and `labs.distributed` (DDP).
-6. CLIP: `labs.clip` (the toy) and `labs.clip_digits` (digits with a frozen text tower).
+6. CLIP: `labs.clip` (the toy), `labs.clip_digits` (digits with a frozen text tower) and
+   `labs.clip_batches` (batch samplers, the false-negative floor).
 7. Beyond one vector: `labs.rerank` (the cross-encoder trained here, shortlist, rerank,
    retrieve-then-rerank, the helmet and rule data).
 
