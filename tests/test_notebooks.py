@@ -89,7 +89,7 @@ def test_ignored_cells_are_widgets_or_timings_and_print_no_quoted_number(path):
         if cell["cell_type"] != "code" or IGNORE not in source(cell):
             continue
         src = source(cell)
-        is_widget = "widgets." in src or "interact" in src
+        is_widget = "widgets." in src or "interact" in src or "live_slider(" in src
         is_timing = bool(re.search(r"perf_counter|time\.time|timeit|max_memory|peak|memory", src))
         assert is_widget or is_timing, f"{path.name} cell {i}: {IGNORE} on a cell that is neither a widget nor a timing"
         shown = text_outputs(cell) + ("\n" + widget_text if is_widget else "")
@@ -130,7 +130,8 @@ def test_every_figure_has_alt_text_and_a_reading(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_slider_cells_have_saved_state(path):
     nb = load(path)
-    has_widget = any(c["cell_type"] == "code" and "widgets." in source(c) for c in nb["cells"])
+    has_widget = any(c["cell_type"] == "code" and ("widgets." in source(c) or "live_slider(" in source(c))
+                     for c in nb["cells"])
     if has_widget:
         state = nb.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json")
         assert state and state.get("state"), f"{path.name}: sliders without saved widget state (run make outputs)"
