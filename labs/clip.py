@@ -44,6 +44,7 @@ import numpy as np
 
 from labs.hard_negatives import info_nce_grads, normalize_backward, normalize_rows
 from labs.infonce import check_tau, clip_loss
+from labs.plumbing import number_answer
 
 __all__ = [
     "N_CLASSES",
@@ -241,13 +242,8 @@ def steps_to_reach(target: float, *, tau: float, seed: int = 0, max_steps: int =
 
 def check_uniform_table_loss(answer: float | None) -> bool:
     """Exercise: B = 3 pairs whose table has the same cosine everywhere; the CLIP loss at any tau?"""
-    if answer is None:
-        print("Not answered yet: fill in answer = the loss as a number (3 decimals are enough)")
-        return False
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        print(f"Hint: the answer is one number, got {answer!r}")
+    value = number_answer(answer, "Not answered yet: fill in answer = the loss as a number (3 decimals are enough)")
+    if value is None:
         return False
     truth = clip_loss(np.full((3, 3), 0.4), 0.1)
     if abs(value - truth) < 5e-3:

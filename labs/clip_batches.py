@@ -32,6 +32,8 @@ import math
 import numpy as np
 import torch
 
+from labs.plumbing import number_answer
+
 __all__ = ["SAMPLERS", "draw_batch", "false_negative_floor", "FLOOR_BATCH", "check_false_negative_floor"]
 
 #: How a training batch is drawn: "random" (any images, so one digit can fill several rows) or
@@ -86,13 +88,8 @@ FLOOR_BATCH = (7, 7, 3, 1)  # the exercise's batch: four images, two of them sev
 
 def check_false_negative_floor(answer: float | None) -> bool:
     """Exercise: the false-negative floor (mean row loss) of a batch whose images show 7, 7, 3 and 1."""
-    if answer is None:
-        print("Not answered yet: fill in answer = the floor, a number (2 decimals are enough)")
-        return False
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        print(f"Hint: the answer is one number, got {answer!r}")
+    value = number_answer(answer, "Not answered yet: fill in answer = the floor, a number (2 decimals are enough)")
+    if value is None:
         return False
     truth = false_negative_floor(np.array(FLOOR_BATCH))
     if abs(value - truth) < 5e-3:

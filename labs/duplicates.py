@@ -37,6 +37,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from labs.infonce import check_tau
+from labs.plumbing import number_answer, word_answer
 
 __all__ = ["row_shares", "shared_score_gradient", "duplicate_floor", "check_duplicate_floor", "check_twin_push"]
 
@@ -81,13 +82,8 @@ def duplicate_floor(n_copies: int) -> float:
 
 def check_duplicate_floor(answer: float | None) -> bool:
     """Exercise: a row's right card is in the batch three times (identical); the lowest loss it can reach?"""
-    if answer is None:
-        print("Not answered yet: fill in the lowest loss, a number (2 decimals are enough)")
-        return False
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        print(f"Hint: the answer is one number, got {answer!r}")
+    value = number_answer(answer, "Not answered yet: fill in the lowest loss, a number (2 decimals are enough)")
+    if value is None:
         return False
     if abs(value - duplicate_floor(3)) < 5e-3:
         print("Right: three identical columns always score alike, so the own card's share stops at "
@@ -107,12 +103,9 @@ def check_duplicate_floor(answer: float | None) -> bool:
 
 def check_twin_push(answer: str | None) -> bool:
     """Exercise: the look-alike twin is a distinct text that is also right; does the loss pull or push its score?"""
-    if answer is None:
-        print('Not answered yet: fill in answer = "pull" or answer = "push"')
-        return False
-    word = str(answer).strip().lower()
-    if word not in {"pull", "push"}:
-        print(f'Answer with "pull" or "push", got {answer!r}')
+    word = word_answer(answer, ("pull", "push"), 'Not answered yet: fill in answer = "pull" or answer = "push"',
+                       'Answer with "pull" or "push", got {answer!r}')
+    if word is None:
         return False
     if word == "pull":
         print("Not quite: the twin has a column of its own and no label. Look at the sign of its "

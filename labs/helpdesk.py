@@ -276,28 +276,19 @@ def validate(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]],
     doc_line: dict[str, int] = {}
     group_split: dict[str, tuple[str, int]] = {}
     for n, row in corpus:
-        if row["split"] not in SPLITS:
-            raise DataError("corpus.jsonl", n, f"split must be one of {SPLITS}, got {row['split']!r}")
-        if row["doc_id"] in docs:
-            first_line = doc_line[row["doc_id"]]
-            raise DataError("corpus.jsonl", n, f"duplicate doc_id {row['doc_id']!r} (first on line {first_line})")
+        _check_split_and_id("corpus.jsonl", n, row, "doc_id", doc_line)
         first = group_split.setdefault(row["group"], (row["split"], n))
         if first[0] != row["split"]:
             raise DataError("corpus.jsonl", n, f"group {row['group']!r} spans splits: {first[0]!r} on line "
                             f"{first[1]} and {row['split']!r} here; keep a group in one split")
-        docs[row["doc_id"]], doc_line[row["doc_id"]] = row, n
+        docs[row["doc_id"]] = row
     for split in SPLITS:
         if not any(d["split"] == split for d in docs.values()):
             raise DataError("corpus.jsonl", None, f"split {split!r} is empty: it has no documents")
 
     seen: dict[str, int] = {}
     for n, row in queries:
-        if row["split"] not in SPLITS:
-            raise DataError("queries.jsonl", n, f"split must be one of {SPLITS}, got {row['split']!r}")
-        if row["query_id"] in seen:
-            first_line = seen[row["query_id"]]
-            raise DataError("queries.jsonl", n, f"duplicate query_id {row['query_id']!r} (first on line {first_line})")
-        seen[row["query_id"]] = n
+        _check_split_and_id("queries.jsonl", n, row, "query_id", seen)
         rel = row["relevant_doc_ids"]
         if not rel or not all(isinstance(r, str) for r in rel):
             raise DataError("queries.jsonl", n, "relevant_doc_ids must be a non-empty list of doc_id strings")
@@ -334,6 +325,15 @@ def validate(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]],
                         "at least two different documents")
     _check_instructions(queries, pairs)
     _check_texts_stay_in_one_split(corpus, queries, pairs)
+
+
+def _check_split_and_id(name: str, n: int, row: dict, id_field: str, first_line: dict[str, int]) -> None:
+    """A row's split is one of SPLITS and its ``id_field`` is new; ``first_line`` (id -> line) records it."""
+    if row["split"] not in SPLITS:
+        raise DataError(name, n, f"split must be one of {SPLITS}, got {row['split']!r}")
+    if row[id_field] in first_line:
+        raise DataError(name, n, f"duplicate {id_field} {row[id_field]!r} (first on line {first_line[row[id_field]]})")
+    first_line[row[id_field]] = n
 
 
 def _check_instructions(queries: list[tuple[int, dict]], pairs: list[tuple[int, dict]]) -> None:

@@ -15,6 +15,9 @@ and benchmark needs once, written once.
   unless nothing better exists (see `labs.scaling`).
 - `show_progress`, `progress`, `stage`: quiet bars under TQDM_DISABLE; named
   stages a test can hook.
+- `number_answer`, `word_answer`: the first step of every exercise check: an
+  answer not given yet, or not a number (not one of the words), prints the
+  check's own message and gives None.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ __all__ = [
     "show_progress",
     "progress",
     "stage",
+    "ONE_NUMBER",
+    "number_answer",
+    "word_answer",
 ]
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
@@ -267,3 +273,42 @@ def stage(name: str) -> None:
     import logging
 
     logging.getLogger("labs").debug("stage: %s", name)
+
+
+# ---- exercise answers ---------------------------------------------------------------------------
+
+ONE_NUMBER = "Hint: the answer is one number, got {answer!r}"  # the usual `number_answer` hint
+
+
+def number_answer(answer: object, not_answered: str, hint: str = ONE_NUMBER, *,
+                  refuse_bool: bool = False) -> float | None:
+    """``float(answer)``, or None after printing why there is no number to check.
+
+    None prints ``not_answered``; an answer ``float`` refuses (or a bool, with
+    ``refuse_bool``) prints ``hint``, where ``{answer!r}`` stands for the answer.
+    """
+    if answer is None:
+        print(not_answered)
+        return None
+    if not (refuse_bool and isinstance(answer, bool)):
+        try:
+            return float(answer)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            pass
+    print(hint.format(answer=answer))
+    return None
+
+
+def word_answer(answer: object, words: tuple[str, ...], not_answered: str, hint: str) -> str | None:
+    """``answer`` stripped and lower-cased if it is one of ``words``, or None after printing why not.
+
+    None prints ``not_answered``; another word prints ``hint``, where ``{answer!r}`` stands for the answer.
+    """
+    if answer is None:
+        print(not_answered)
+        return None
+    word = str(answer).strip().lower()
+    if word not in words:
+        print(hint.format(answer=answer))
+        return None
+    return word

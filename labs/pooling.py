@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from labs.plumbing import OFFLINE_VARIABLES
+from labs.plumbing import OFFLINE_VARIABLES, number_answer
 
 if TYPE_CHECKING:  # imported lazily at run time: sentence-transformers is slow to import
     from sentence_transformers import SentenceTransformer
@@ -287,21 +287,11 @@ def help_questions(products: list[str], variants: tuple[int, ...] = (1, 2)) -> l
 # ---------------------------------------------------------------------------
 
 
-def _as_float(answer: object) -> float | None:
-    try:
-        return float(answer)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-
-
 def check_unmasked_mean(answer: object) -> bool:
     """Tokens with first coordinates 2, 4, 6 plus one padding token (0), averaged WITHOUT the mask."""
-    if answer is None:
-        print("Not answered yet: fill in a number, the first coordinate of the unmasked mean.")
-        return False
-    value = _as_float(answer)
+    value = number_answer(answer, "Not answered yet: fill in a number, the first coordinate of the unmasked mean.",
+                          "Give a number, not {answer!r}.")
     if value is None:
-        print(f"Give a number, not {answer!r}.")
         return False
     if abs(value - 3.0) < 1e-6:
         print("Right: the padding zero joins the sum and the count, so the mean is pulled towards 0.")

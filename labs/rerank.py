@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from labs.plumbing import OFFLINE_VARIABLES, number_answer
+
 if TYPE_CHECKING:  # imported lazily: sentence-transformers is slow to import
     from sentence_transformers import CrossEncoder
 
@@ -170,7 +172,6 @@ def train_cross_encoder(rows: Sequence[tuple[str, str, int]], seed: int = 0, lr:
     from transformers.utils import logging as hf_logging
 
     from labs.pooling import minilm_path
-    from labs.plumbing import OFFLINE_VARIABLES
 
     for name in OFFLINE_VARIABLES:  # the hub stays off, as in load_minilm
         os.environ[name] = "1"
@@ -230,13 +231,6 @@ def retrieve_then_rerank(query_vec: torch.Tensor, doc_vecs: torch.Tensor, k: int
 # ---------------------------------------------------------------------------
 
 
-def _as_float(answer: object) -> float | None:
-    try:
-        return float(answer)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-
-
 def check_cross_encoder_reason(answer: object) -> bool:
     """Why can a cross-encoder separate 'must' from 'must not' when a bi-encoder cannot? Pick a letter."""
     if answer is None:
@@ -258,12 +252,9 @@ def check_cross_encoder_reason(answer: object) -> bool:
 
 def check_rerank_ceiling(answer: object) -> bool:
     """A shortlist of 20 holds the right passage for 70 of 100 questions: the best Recall@1 after reranking?"""
-    if answer is None:
-        print("Not answered yet: fill in a number between 0 and 1.")
-        return False
-    value = _as_float(answer)
+    value = number_answer(answer, "Not answered yet: fill in a number between 0 and 1.",
+                          "Give a number between 0 and 1, not {answer!r}.")
     if value is None:
-        print(f"Give a number between 0 and 1, not {answer!r}.")
         return False
     if value > 1:
         value /= 100  # a percentage
@@ -287,12 +278,12 @@ PARAPHRASE_RANK = 9
 
 def check_smallest_shortlist(answer: object) -> bool:
     """The smallest shortlist size k at which the paraphrase can reach the reranked list."""
-    if answer is None:
-        print("Not answered yet: fill in a whole number, a shortlist size k.")
+    hint = "Give a whole number, not {answer!r}."
+    value = number_answer(answer, "Not answered yet: fill in a whole number, a shortlist size k.", hint)
+    if value is None:
         return False
-    value = _as_float(answer)
-    if value is None or value != int(value):
-        print(f"Give a whole number, not {answer!r}.")
+    if value != int(value):
+        print(hint.format(answer=answer))
         return False
     if int(value) == PARAPHRASE_RANK:
         print("Right: below that size the retriever never hands the paraphrase over, and the "
@@ -308,12 +299,9 @@ def check_smallest_shortlist(answer: object) -> bool:
 
 def check_short_vector_bytes(answer: object) -> bool:
     """Bytes of one float32 vector cut to its first 64 numbers."""
-    if answer is None:
-        print("Not answered yet: fill in a whole number of bytes.")
-        return False
-    value = _as_float(answer)
+    value = number_answer(answer, "Not answered yet: fill in a whole number of bytes.",
+                          "Give a number of bytes, not {answer!r}.")
     if value is None:
-        print(f"Give a number of bytes, not {answer!r}.")
         return False
     if abs(value - 256) < 1e-9:
         print("Right: 64 numbers x 4 bytes. A sixth of the full vector's size.")

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from labs.infonce import check_tau, info_nce_torch, positive_share
+from labs.plumbing import number_answer, word_answer
 
 __all__ = [
     "positive_loss_gradient",
@@ -157,12 +158,9 @@ def check_sharper_tau(answer: float | None) -> bool:
 
 def check_share_threshold(answer: str | None) -> bool:
     """Exercise: when the cosine gap shrinks, must tau go up or down to keep the same share?"""
-    if answer is None:
-        print('Not answered yet: fill in answer = "up" or answer = "down"')
-        return False
-    word = str(answer).strip().lower()
-    if word not in {"up", "down"}:
-        print(f'Answer with "up" or "down", got {answer!r}')
+    word = word_answer(answer, ("up", "down"), 'Not answered yet: fill in answer = "up" or answer = "down"',
+                       'Answer with "up" or "down", got {answer!r}')
+    if word is None:
         return False
     if word == "up":
         print("Not quite: try it on the slider. Halve the gap and watch what a warmer tau does to the share.")
@@ -173,16 +171,9 @@ def check_share_threshold(answer: str | None) -> bool:
 
 def check_scale_for_tau(answer: float | None) -> bool:
     """Exercise: CLIP starts at tau = 0.07; what `scale` gives MultipleNegativesRankingLoss that temperature?"""
-    if answer is None:
-        print("Not answered yet: fill in answer = the scale, a number (1 decimal is enough)")
-        return False
-    if isinstance(answer, bool):
-        print(f"Hint: the answer is one number, got {answer!r}")
-        return False
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        print(f"Hint: the answer is one number, got {answer!r}")
+    value = number_answer(answer, "Not answered yet: fill in answer = the scale, a number (1 decimal is enough)",
+                          refuse_bool=True)
+    if value is None:
         return False
     if abs(value - 1 / 0.07) < 0.05:
         print(f"Right: scale = 1 / tau, so tau = 0.07 is a scale of {value:.1f}.")
