@@ -32,7 +32,7 @@ import math
 import numpy as np
 import torch
 
-from labs.plumbing import number_answer
+from labs.plumbing import grade_number, number_answer
 
 __all__ = ["SAMPLERS", "draw_batch", "false_negative_floor", "FLOOR_BATCH", "check_false_negative_floor"]
 
@@ -92,15 +92,11 @@ def check_false_negative_floor(answer: float | None) -> bool:
     if value is None:
         return False
     truth = false_negative_floor(np.array(FLOOR_BATCH))
-    if abs(value - truth) < 5e-3:
-        print("Right: each seven splits its share with the other seven's caption (ln 2 each), "
-              "the 3 and the 1 are alone (0 each), and the floor is the mean over the four rows.")
-        return True
-    if abs(value - len(FLOOR_BATCH) * truth) < 5e-3:
-        print("Close: that is the sum of the rows; the loss is their mean.")
-    elif abs(value - math.log(2)) < 5e-3:
-        print("Close: that is the floor of one seven's row; the other two rows can reach 0. Average all four.")
-    else:
-        print("Hint: a row whose digit appears n times in the batch can do no better than ln n. "
-              "Count per row, then average.")
-    return False
+    return grade_number(
+        value, truth, "Right: each seven splits its share with the other seven's caption (ln 2 each), "
+        "the 3 and the 1 are alone (0 each), and the floor is the mean over the four rows.",
+        {len(FLOOR_BATCH) * truth: "Close: that is the sum of the rows; the loss is their mean.",
+         math.log(2): "Close: that is the floor of one seven's row; the other two rows can reach 0. "
+                      "Average all four."},
+        "Hint: a row whose digit appears n times in the batch can do no better than ln n. "
+        "Count per row, then average.", tol=5e-3)

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from labs.infonce import check_tau
-from labs.plumbing import number_answer, word_answer
+from labs.plumbing import grade_number, number_answer, word_answer
 
 __all__ = ["row_shares", "shared_score_gradient", "duplicate_floor", "check_duplicate_floor", "check_twin_push"]
 
@@ -85,20 +85,14 @@ def check_duplicate_floor(answer: float | None) -> bool:
     value = number_answer(answer, "Not answered yet: fill in the lowest loss, a number (2 decimals are enough)")
     if value is None:
         return False
-    if abs(value - duplicate_floor(3)) < 5e-3:
-        print("Right: three identical columns always score alike, so the own card's share stops at "
-              "one third, and -ln(1/3) = ln 3 is as low as the row can go.")
-        return True
-    if abs(value) < 5e-3:
-        print("Not quite: a loss of 0 needs the own card to take the whole share. Can it, "
-              "when identical columns always score the same?")
-    elif abs(value - duplicate_floor(2)) < 5e-3:
-        print("Close: that is the floor for two copies. Here the card is there three times.")
-    elif abs(value - 1 / 3) < 5e-3:
-        print("Close: that is the best *share*; the loss is minus the log of it.")
-    else:
-        print("Hint: let the negatives fall far behind; how do the identical columns split the share?")
-    return False
+    return grade_number(
+        value, duplicate_floor(3), "Right: three identical columns always score alike, so the own card's share "
+        "stops at one third, and -ln(1/3) = ln 3 is as low as the row can go.",
+        {0.0: "Not quite: a loss of 0 needs the own card to take the whole share. Can it, "
+              "when identical columns always score the same?",
+         duplicate_floor(2): "Close: that is the floor for two copies. Here the card is there three times.",
+         1 / 3: "Close: that is the best *share*; the loss is minus the log of it."},
+        "Hint: let the negatives fall far behind; how do the identical columns split the share?", tol=5e-3)
 
 
 def check_twin_push(answer: str | None) -> bool:

@@ -17,7 +17,8 @@ and benchmark needs once, written once.
   stages a test can hook.
 - `number_answer`, `word_answer`: the first step of every exercise check: an
   answer not given yet, or not a number (not one of the words), prints the
-  check's own message and gives None.
+  check's own message and gives None. `grade_number` then prints "right", the
+  hint for a known wrong number, or a general hint.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ __all__ = [
     "ONE_NUMBER",
     "number_answer",
     "word_answer",
+    "grade_number",
 ]
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
@@ -312,3 +314,14 @@ def word_answer(answer: object, words: tuple[str, ...], not_answered: str, hint:
         print(hint.format(answer=answer))
         return None
     return word
+
+
+def grade_number(value: float, truth: float, right: str, misses: dict[float, str], otherwise: str, *,
+                 tol: float) -> bool:
+    """Print ``right`` and give True if ``value`` is within ``tol`` of ``truth``; else give False after printing
+    the hint of the first known wrong number in ``misses`` within ``tol`` of it, or ``otherwise``."""
+    if abs(value - truth) < tol:
+        print(right)
+        return True
+    print(next((hint for wrong, hint in misses.items() if abs(value - wrong) < tol), otherwise))
+    return False

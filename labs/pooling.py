@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from labs.plumbing import OFFLINE_VARIABLES, number_answer
+from labs.plumbing import OFFLINE_VARIABLES, grade_number, number_answer
 
 if TYPE_CHECKING:  # imported lazily at run time: sentence-transformers is slow to import
     from sentence_transformers import SentenceTransformer
@@ -293,14 +293,10 @@ def check_unmasked_mean(answer: object) -> bool:
                           "Give a number, not {answer!r}.")
     if value is None:
         return False
-    if abs(value - 3.0) < 1e-6:
-        print("Right: the padding zero joins the sum and the count, so the mean is pulled towards 0.")
-        return True
-    if abs(value - 4.0) < 1e-6:
-        print("Not yet: that is the masked mean. Without the mask the padding token is counted too.")
-    else:
-        print("Not yet: add all four first coordinates (the padding one is 0) and divide by four.")
-    return False
+    return grade_number(
+        value, 3.0, "Right: the padding zero joins the sum and the count, so the mean is pulled towards 0.",
+        {4.0: "Not yet: that is the masked mean. Without the mask the padding token is counted too."},
+        "Not yet: add all four first coordinates (the padding one is 0) and divide by four.", tol=1e-6)
 
 
 def check_padding_safe_mode(answer: object) -> bool:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from labs.plumbing import OFFLINE_VARIABLES, number_answer
+from labs.plumbing import OFFLINE_VARIABLES, grade_number, number_answer
 
 if TYPE_CHECKING:  # imported lazily: sentence-transformers is slow to import
     from sentence_transformers import CrossEncoder
@@ -303,11 +303,7 @@ def check_short_vector_bytes(answer: object) -> bool:
                           "Give a number of bytes, not {answer!r}.")
     if value is None:
         return False
-    if abs(value - 256) < 1e-9:
-        print("Right: 64 numbers x 4 bytes. A sixth of the full vector's size.")
-        return True
-    if abs(value - 64) < 1e-9:
-        print("Not yet: that is the count of numbers; each float32 number takes 4 bytes.")
-    else:
-        print("Not yet: multiply the numbers kept by the bytes of one float32 number.")
-    return False
+    return grade_number(
+        value, 256, "Right: 64 numbers x 4 bytes. A sixth of the full vector's size.",
+        {64: "Not yet: that is the count of numbers; each float32 number takes 4 bytes."},
+        "Not yet: multiply the numbers kept by the bytes of one float32 number.", tol=1e-9)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labs.plumbing import ONE_NUMBER, number_answer, word_answer
+from labs.plumbing import ONE_NUMBER, grade_number, number_answer, word_answer
 
 
 @pytest.mark.parametrize("answer, value", [(3, 3.0), ("2.5", 2.5), (" 1e3 ", 1000.0), (True, 1.0)])
@@ -40,3 +40,12 @@ def test_word_answer(capsys):
     assert capsys.readouterr().out == "Not answered yet\n"
     assert word_answer("sideways", words, "unused", 'Answer with "up" or "down", got {answer!r}') is None
     assert capsys.readouterr().out == "Answer with \"up\" or \"down\", got 'sideways'\n"
+
+
+def test_grade_number_right_known_miss_or_otherwise(capsys):
+    misses = {4.0: "masked", 0.0: "zero"}
+    assert grade_number(3.0000001, 3.0, "right", misses, "other", tol=1e-6) is True
+    assert capsys.readouterr().out == "right\n"
+    for value, said in ((4.0, "masked"), (-1e-7, "zero"), (2.0, "other"), (float("nan"), "other")):
+        assert grade_number(value, 3.0, "right", misses, "other", tol=1e-6) is False
+        assert capsys.readouterr().out == said + "\n"
