@@ -2,7 +2,8 @@
 
 Commands, in the order of a project:
 
-  make-data  write the help-desk fixture (corpus.jsonl, queries.jsonl, train_pairs.jsonl)
+  make-data  write the help-desk fixture (corpus.jsonl, queries.jsonl, train_pairs.jsonl),
+             or with --from-docs a data set from installed libraries' docstrings
   baseline   TF-IDF and BM25 on the validation split (test only when asked)
   train      fine-tune an encoder, select on validation, write a run folder with an index contract
   search     query a run's index (hashes checked first)
@@ -77,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
                 "10 fictional products, 3 questions each, products split 6/2/2 into train/val/test. Your own data "
                 "uses the same three files.")
     s.add_argument("--out", required=True, help="new (or empty) folder for the three JSONL files")
+    s.add_argument("--from-docs", action="store_true",
+                   help="instead of the fixture, build a data set from the docstrings of installed libraries "
+                   "(summary line -> the paragraphs after it; split by library; see labs.docs_corpus)")
+    s.add_argument("--splits", metavar="LIB=SPLIT,...",
+                   help="with --from-docs: each library's split (train, val or test), e.g. "
+                   "scipy=train,torch=train,numpy=val,sklearn=test (the default)")
+    s.add_argument("--max-per-library", type=int, metavar="N",
+                   help="with --from-docs: keep the first N pairs of each library (>= 2; default all)")
 
     s = command("baseline", "TF-IDF and BM25 baselines", "Rank the whole corpus with TF-IDF (unigrams + bigrams) "
                 "and BM25 and print Recall, MRR and nDCG at 1, 5 and 10.")
@@ -149,10 +158,38 @@ def _table(rows: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def _parse_splits(text: str | None) -> dict[str, str] | None:
+    """``"scipy=train,numpy=val"`` -> {"scipy": "train", "numpy": "val"}; None stays None."""
+    if text is None:
+        return None
+    splits = {}
+    for item in text.split(","):
+        library, sep, split = (part.strip() for part in item.partition("="))
+        if not sep or not library or not split:
+            raise ValueError(f"--splits takes LIB=SPLIT pairs separated by commas, got {item.strip()!r}")
+        if library in splits:
+            raise ValueError(f"--splits names {library!r} twice")
+        splits[library] = split
+    return splits
+
+
 def cmd_make_data(args) -> int:
     from labs.helpdesk import make_helpdesk, write_dataset
 
+    if not args.from_docs and (args.splits is not None or args.max_per_library is not None):
+        raise ValueError("--splits and --max-per-library only apply with --from-docs")
     plumbing.check_new_path(args.out, "--out")
+    if args.from_docs:
+        from labs.docs_corpus import build_docs_dataset
+
+        splits = _parse_splits(args.splits)
+        if args.max_per_library is not None:
+            plumbing.check_int("--max-per-library", args.max_per_library, 2)
+        meta = build_docs_dataset(args.out, splits=splits, max_per_library=args.max_per_library)
+        print(f"wrote corpus.jsonl, queries.jsonl, train_pairs.jsonl, metadata.json to {args.out}")
+        print("documents: " + json.dumps(meta["counts"]))
+        print("versions:  " + json.dumps(meta["versions"]))
+        return 0
     folder = write_dataset(make_helpdesk(), args.out)
     print(f"wrote corpus.jsonl, queries.jsonl, train_pairs.jsonl to {folder}")
     return 0

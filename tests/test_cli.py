@@ -340,3 +340,27 @@ def test_a_killed_train_is_never_accepted_and_out_is_reusable(capsys, tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     code, _, _ = run(capsys, "search", str(out), "cancel")
     assert code == 0
+
+
+def test_make_data_from_docs_builds_a_data_set_the_other_commands_accept(capsys, tmp_path):
+    from labs.helpdesk import load_dataset
+
+    out = tmp_path / "docs"
+    code, stdout, _ = run(capsys, "make-data", "--from-docs", "--out", str(out), "--max-per-library", "6",
+                          "--splits", "numpy=train,scipy=val,torch=test")
+    assert code == 0 and '"val": {"scipy": ' in stdout and "versions:" in stdout
+    data = load_dataset(out)
+    assert {q["split"] for q in data.queries} == {"train", "val", "test"} and len(data.train_pairs) > 0
+    assert json.loads((out / "metadata.json").read_text())["splits"]["torch"] == "test"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--from-docs", "--splits", "numpy"], "--splits takes LIB=SPLIT pairs"),
+    (["--from-docs", "--splits", "numpy=train,numpy=val"], "names 'numpy' twice"),
+    (["--from-docs", "--splits", "numpy=train,scipy=val,not_a_library_here=test"], "not_a_library_here"),
+    (["--from-docs", "--max-per-library", "1"], "--max-per-library"),
+    (["--splits", "numpy=train"], "only apply with --from-docs"),
+])
+def test_make_data_from_docs_bad_input_is_one_line(capsys, tmp_path, argv, message):
+    code, _, err = run(capsys, "make-data", "--out", str(tmp_path / "d"), *argv)
+    assert code == 2 and message in one_line(err) and not (tmp_path / "d").exists()
