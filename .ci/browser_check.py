@@ -79,6 +79,7 @@ LEGIBLE_PAGES = {
     "notebooks/02_infonce.html",
     "notebooks/03_temperature.html",
     "notebooks/04_hard_negatives.html",
+    "notebooks/05_finetuning.html",
     "notebooks/06_clip.html",
     "notebooks/07_beyond_one_vector.html",
 }
