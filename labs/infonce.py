@@ -61,14 +61,19 @@ __all__ = [
 ]
 
 
+def _number(value, name: str, what: str) -> float:
+    """``float(value)``, or ValueError "{name} must be {what}" (bools and strings are not numbers here)."""
+    try:
+        if isinstance(value, (bool, str)):
+            raise TypeError(value)
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {what}, got {value!r}") from None
+
+
 def check_tau(tau: float, name: str = "tau") -> float:
     """Return ``tau`` as a float, or raise ValueError if it is not a finite number > 0."""
-    try:
-        if isinstance(tau, (bool, str)):
-            raise TypeError(tau)
-        value = float(tau)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number > 0, got {tau!r}") from None
+    value = _number(tau, name, "a number > 0")
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {tau!r}")
     return value
@@ -189,12 +194,7 @@ def info_nce_torch(
 
 def check_margin(margin: float) -> float:
     """Return ``margin`` as a float, or raise ValueError if it is not a finite number."""
-    try:
-        if isinstance(margin, (bool, str)):
-            raise TypeError(margin)
-        value = float(margin)
-    except (TypeError, ValueError):
-        raise ValueError(f"margin must be a finite number, got {margin!r}") from None
+    value = _number(margin, "margin", "a finite number")
     if not math.isfinite(value):
         raise ValueError(f"margin must be a finite number, got {margin!r}")
     return value
