@@ -12,9 +12,9 @@ One module per topic, each readable in one sitting. By lesson:
 5. Fine-tuning: `labs.helpdesk` (fixture and JSONL checks), `labs.metrics` (Recall@k, MRR@k,
    nDCG@k, TF-IDF and BM25), `labs.qwen3` (the Qwen3-Embedding assembly), `labs.gpu`
    (determinism, precision), `labs.encoder` (load with float32 weights, loss, optimizer, one
-   step by hand, save), `labs.finetune` (batches and the one training path, with selection; its exercise checks in
-   `labs.finetune_checks`),
-   `labs.index` (encoding and search), `labs.contract` (the index contract). Scaling out:
+   step by hand, save), `labs.finetune` (batches and the one training path, with selection;
+   its exercise checks in `labs.finetune_checks`), `labs.index` (encoding and search),
+   `labs.contract` (the index contract). Scaling out:
    `labs.scaling` (GradCache, accumulation) and `labs.distributed` (DDP).
 6. CLIP: `labs.clip` (the toy), `labs.clip_digits` (digits with a frozen text tower) and
    `labs.clip_batches` (batch samplers, the false-negative floor).
