@@ -19,7 +19,7 @@ from labs.clip import check_steps_to_90, check_uniform_table_loss
 from labs.clip_digits import check_false_negative_floor
 from labs.duplicates import check_duplicate_floor, check_twin_push
 from labs.finetune_checks import check_chance_loss, check_first_jump, check_kept_epoch
-from labs.hard_negatives import check_best_in_batch
+from labs.hard_negatives_checks import check_best_in_batch
 from labs.infonce import check_best_cell
 from labs.margin_toy import check_pull, check_push
 from labs.pooling import check_padding_safe_mode, check_unmasked_mean

@@ -59,8 +59,7 @@ __all__ = [
     "normalize_rows", "normalize_backward", "info_nce_grads", "encoder_loss_and_grad",
     "finite_difference_check", "autograd_check",
     "BiEncoder", "first_batch", "train_bi_encoder", "look_alike_accuracy", "seed_sweep", "SLIDER_SEED",
-    "best_in_batch_accuracy",
-    "check_best_in_batch", "pull", "push", "check_pull", "check_push",
+    "pull", "push", "check_pull", "check_push",
 ]
 
 # ---------------------------------------------------------------------------
@@ -411,40 +410,3 @@ def seed_sweep(seeds: Iterable[int] = range(10), **train_kwargs) -> dict[str, np
 
 
 SLIDER_SEED = 10  # the lesson's steps slider trains a seed its ten-seed table (0..9) does not show
-
-
-def best_in_batch_accuracy(tau: float = 0.1, *, seed: int = SLIDER_SEED, every: int = 40,
-                           max_steps: int = 400) -> float:
-    """Highest unseen look-alike accuracy the in-batch model shows at any multiple of ``every`` steps.
-
-    The defaults are the lesson's steps slider: seed `SLIDER_SEED`, positions 0, 40, ..., 400.
-    """
-    _, curve = train_bi_encoder(False, seed=seed, tau=tau, steps=max_steps, checkpoints=range(0, max_steps + 1, every))
-    return max(curve.values())
-
-
-# ---------------------------------------------------------------------------
-# Exercise checks: they print "Right: ..." or a hint, never the answer
-# ---------------------------------------------------------------------------
-
-
-def check_best_in_batch(answer: object) -> bool:
-    """The slider question: the in-batch model's best unseen accuracy over the steps slider (seed 10, tau 0.1).
-
-    Accepts a share (0.6) or a percentage (60).
-    """
-    if answer is None:
-        print("Not answered yet: fill in the highest accuracy you saw (a share, e.g. 0.5).")
-        return False
-    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)) or not 0 <= answer <= 100:
-        print(f"The answer is a number: a share from 0 to 1 or a percentage from 0 to 100, got {answer!r}.")
-        return False
-    share = answer / 100 if answer > 1 else float(answer)
-    truth = best_in_batch_accuracy(0.1)
-    if abs(share - truth) < 0.01:
-        print(f"Right: at its best the in-batch model gets {truth:.0%} of the unseen look-alikes on this seed; "
-              "the hard-negative model gets all of them.")
-        return True
-    print("Higher than it ever gets: check that the dropdown says in-batch negatives only." if share > truth
-          else "It does better than that at some step: slide through all the steps and keep the highest value.")
-    return False

@@ -12,7 +12,7 @@ import pytest
 import labs.checks as checks
 from labs.clip import steps_to_reach
 from labs.finetune import FIRST_JUMP_B
-from labs.hard_negatives import best_in_batch_accuracy
+from labs.hard_negatives_checks import best_in_batch_accuracy
 from labs.infonce import positive_share
 from labs.margin_toy import pull, push
 from labs.rerank import PARAPHRASE_RANK

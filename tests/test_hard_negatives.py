@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from labs import hard_negatives as hn
+from labs import hard_negatives_checks as hnc
 from labs import margin_toy as mt
 from labs.infonce import clip_loss, info_nce, info_nce_torch
 
@@ -234,19 +235,19 @@ def test_check_pull_and_push(capsys):
 
 
 def test_check_best_in_batch(capsys):
-    truth = hn.best_in_batch_accuracy(0.1)
+    truth = hnc.best_in_batch_accuracy(0.1)
     _, curve = hn.train_bi_encoder(False, seed=hn.SLIDER_SEED, checkpoints=range(0, 401, 40))  # the slider
     assert truth == max(curve.values()) and hn.SLIDER_SEED not in range(10)  # not in the lesson's table
     assert 0 < truth < 1
-    assert hn.check_best_in_batch(truth) and "Right" in capsys.readouterr().out
-    assert hn.check_best_in_batch(round(100 * truth)) and "Right" in capsys.readouterr().out
+    assert hnc.check_best_in_batch(truth) and "Right" in capsys.readouterr().out
+    assert hnc.check_best_in_batch(round(100 * truth)) and "Right" in capsys.readouterr().out
     for wrong in (truth - 0.05, 1.0):
-        assert not hn.check_best_in_batch(wrong)
+        assert not hnc.check_best_in_batch(wrong)
         out = capsys.readouterr().out
         assert f"{truth:.0%}" not in out and f"{truth:g}" not in out
-    assert not hn.check_best_in_batch(None) and "Not answered yet" in capsys.readouterr().out
-    assert not hn.check_best_in_batch("half") and "is a number" in capsys.readouterr().out
-    assert not hn.check_best_in_batch(150) and "is a number" in capsys.readouterr().out
+    assert not hnc.check_best_in_batch(None) and "Not answered yet" in capsys.readouterr().out
+    assert not hnc.check_best_in_batch("half") and "is a number" in capsys.readouterr().out
+    assert not hnc.check_best_in_batch(150) and "is a number" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("hard", [False, True])
