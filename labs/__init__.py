@@ -8,7 +8,8 @@ One module per topic, each readable in one sitting. By lesson:
    the masked form), `labs.duplicates` (an exact copy of the right card against a distinct twin).
 3. Temperature: `labs.temperature` (the gradient on the positive; training at several temperatures).
 4. Hard negatives: `labs.margin_toy` (pull and push in 2-D), `labs.hard_negatives` (the
-   bag-of-words bi-encoder with hand-derived gradients), `labs.mining` (BM25 and embedding mining).
+   bag-of-words bi-encoder with hand-derived gradients; its slider exercise in
+   `labs.hard_negatives_checks`), `labs.mining` (BM25 and embedding mining).
 5. Fine-tuning: `labs.helpdesk` (fixture and JSONL checks), `labs.metrics` (Recall@k, MRR@k,
    nDCG@k, TF-IDF and BM25), `labs.qwen3` (the Qwen3-Embedding assembly), `labs.gpu`
    (determinism, precision), `labs.encoder` (load with float32 weights, loss, optimizer, one
