@@ -22,7 +22,9 @@ sideways (inside an element with class `wide` or a cell tagged `wide`, it may)
 and a glossary link that does not land on its entry; at 1280 px and 390 px, a
 display equation wider than its column, a mermaid diagram drawn below 0.7 of
 its natural size (0.45 at 390 px), and a page that scrolls sideways; and a
-lesson without its time estimate ("*About N minutes to read and run; ...*") at the top.
+lesson without its time estimate ("*About N minutes to read and run; ...*") at the top,
+and a lesson figure (an image in a cell's stored output, not a widget's) without a numbered
+caption ("Fig. N", from the cell's `mystnb.figure` caption and name).
 
 Writes a desktop and a phone screenshot of every page to _build/screenshots/.
 Usage: python .ci/browser_check.py _build/html [--pages notebooks/02_infonce.html ...]
@@ -370,6 +372,14 @@ LEGIBILITY_JS = """
 }
 """
 
+# Lesson figures: images in stored cell outputs (widget views aside) that lack a "Fig. N" caption.
+UNNUMBERED_FIGURES_JS = """
+() => [...document.querySelectorAll('.cell_output img')]
+  .filter(i => !i.closest('.jupyter-widgets, .widget-output'))
+  .filter(i => { const f = i.closest('figure'); return !(f && f.querySelector('figcaption .caption-number')); })
+  .map(i => (i.getAttribute('alt') || i.getAttribute('src') || '').slice(0, 80))
+"""
+
 GLOSSARY_LINKS_JS = """
 () => {
   const article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
@@ -473,6 +483,8 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path) -> tupl
         if not time or (section >= 0 and time.start() > section):
             legibility.append("no time estimate at the top of the lesson (a line '*About N minutes to read and "
                               "run; ...*' before the first section)")
+        legibility += [f"a figure without a numbered caption (cell metadata mystnb.figure): {alt!r}"
+                       for alt in page.evaluate(UNNUMBERED_FIGURES_JS)]
     legibility += [f"1280 px: {p}" for p in check_glossary_links(root, page.evaluate(GLOSSARY_LINKS_JS), url)]
     name = rel.replace("/", "__").removesuffix(".html")
     page.evaluate("() => { if (document.activeElement) document.activeElement.blur(); window.scrollTo(0, 0); }")
