@@ -110,6 +110,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
+    from labs.encoder import train_step_features
     from labs.finetune import DEFAULT_TASK
     from labs.qwen3 import build_random_qwen3, count_parameters, flops_per_token, training_memory
 
@@ -137,20 +138,9 @@ def main(argv: list[str] | None = None) -> dict:
             out.append({k: v.to(device) if torch.is_tensor(v) else v for k, v in f.items()})
         return out
 
-    def step(features) -> float:
-        with torch.autocast(device_type="cuda", dtype=dtype or torch.bfloat16, enabled=cuda and dtype is not None):
-            loss = loss_fn(features, None)
-        (scaler.scale(loss) if scaler else loss).backward()
-        if scaler:
-            scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
-        if scaler:
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return float(loss.detach())
+    def step(features) -> float:  # the lesson's own step: autocast, scaler, clipping, AdamW
+        return train_step_features(model, loss_fn, optimizer, features, device=device, precision=precision,
+                                   scaler=scaler)
 
     norm_before = auto.norm.weight.detach().clone()  # 1.0 each: a 2e-5 step survives in float32, not in bf16
     if cuda:
