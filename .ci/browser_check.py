@@ -13,7 +13,8 @@ leaves 127.0.0.1 (and fails the page if one is attempted), and asserts:
 - no console errors or page errors (one known message from the theme aside),
 - no failed same-origin requests,
 - page weights: each page (HTML plus the images it loads from _images/) under
-  3 MB, the whole built book under 80 MB; written to .cache/timings/page_weights.json.
+  3 MB, the whole built book under 80 MB; written to .cache/timings/page_weights.json (and
+  the check's own time, a whole-book run only, to browser_check.json).
 
 Legibility (issue 15), measured on every page and printed per page; it fails
 the check only for the pages in LEGIBLE_PAGES (or all, with
@@ -23,8 +24,12 @@ and a glossary link that does not land on its entry; at 1280 px and 390 px, a
 display equation wider than its column, a mermaid diagram drawn below 0.7 of
 its natural size (0.45 at 390 px), and a page that scrolls sideways; and a
 lesson without its time estimate ("*About N minutes to read and run; ...*") at the top,
-and a lesson figure (an image in a cell's stored output, not a widget's) without a numbered
-caption ("Fig. N", from the cell's `mystnb.figure` caption and name).
+a lesson figure (an image in a cell's stored output, not a widget's) without a numbered
+caption ("Fig. N", from the cell's `mystnb.figure` caption and name); and, for every figure
+shown (a slider's too), its smallest text as drawn on screen: FIGURE_MIN_PT points (the floor
+tests/test_notebooks.py holds the notebooks' plotting code to) times the drawn width over the
+figure's width in points (an SVG's width, a PNG's pixels over its pHYs dpi), at least 9 px at
+1280 px and 10 px at 390 px.
 
 Writes a desktop and a phone screenshot of every page to _build/screenshots/.
 Usage: python .ci/browser_check.py _build/html [--pages notebooks/02_infonce.html ...]
@@ -34,12 +39,15 @@ Usage: python .ci/browser_check.py _build/html [--pages notebooks/02_infonce.htm
 from __future__ import annotations
 
 import argparse
+import base64
 import functools
 import http.server
 import json
 import re
+import struct
 import sys
 import threading
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
@@ -65,6 +73,11 @@ PAGE_LIMIT = 3_000_000  # bytes per page, its images included
 BOOK_LIMIT = 80_000_000  # bytes, the whole built book
 DESKTOP, PHONE = (1280, 900), (390, 844)
 MERMAID_MIN = {"1280 px": 0.7, "390 px": 0.45}
+SLIDER_WAIT_S = 10  # at most this long for a slider's output to follow it (it takes milliseconds)
+# Figure text: the notebooks draw no text below FIGURE_MIN_PT points (tests/test_notebooks.py
+# holds their code to it); as shown on screen that text must be at least this many CSS px.
+FIGURE_MIN_PT = 10
+FIGURE_TEXT_MIN_PX = {"1280 px": 9.0, "390 px": 10.0}
 
 # Pages whose legibility problems fail the check. Add a page here once its legibility report is
 # empty (run `python .ci/browser_check.py _build/html --pages PAGE --enforce-legibility all`).
@@ -251,10 +264,15 @@ def check_sliders(page, html: str) -> tuple[list[str], int]:
                 return box.evaluate(VISIBLE_JS)
 
             shown = seen()
-            for _ in range(200):  # up to 2 s for the widget manager to swap the output
+            # The widget manager swaps the output within milliseconds; the limit is generous so that
+            # the check holds while make test runs the notebooks beside it on the same cores.
+            deadline = time.monotonic() + SLIDER_WAIT_S
+            while True:
                 if (shown["readout"] == spec.labels[i] and _lines(shown["text"]) == want_text
                         and [_image_data(s) for s in shown["images"]] == want_images):
                     return True
+                if time.monotonic() > deadline:
+                    break
                 page.wait_for_timeout(10)
                 shown = seen()
             where = f"position {spec.labels[i]!r}" + (f", choice {spec.choice_labels[j]!r}" if spec.choice_labels
@@ -381,6 +399,56 @@ LEGIBILITY_JS = """
 }
 """
 
+# Every figure shown in a cell output (a slider's current one included): its source and drawn width.
+SHOWN_FIGURES_JS = """
+() => [...document.querySelectorAll('.cell_output img')]
+  .filter(i => i.offsetParent !== null && i.getBoundingClientRect().width > 0)
+  .map(i => {
+    const f = i.closest('figure'), n = f && f.querySelector('.caption-number');
+    return {src: i.getAttribute('src') || '', shown: i.getBoundingClientRect().width,
+            name: n ? n.textContent.trim() : (i.getAttribute('alt') || 'a slider figure').slice(0, 50)};
+  })
+"""
+
+
+def figure_width_pt(data: bytes) -> float | None:
+    """The drawn width of a matplotlib figure in points: an SVG's width="...pt", or a PNG's pixel
+    width over its pHYs resolution (matplotlib writes the dpi it rendered at; retina is 2x)."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        width, at, ppm = struct.unpack(">I", data[16:20])[0], data.find(b"pHYs"), None
+        if at > 0:
+            ppx, _, unit = struct.unpack(">IIB", data[at + 4:at + 13])
+            ppm = ppx if unit == 1 else None
+        return width / (ppm * 0.0254) * 72 if ppm else None
+    m = re.search(rb'<svg[^>]*?\swidth="([\d.]+)pt"', data[:4000])
+    return float(m.group(1)) if m else None
+
+
+def _figure_bytes(root: Path, page_url: str, src: str) -> bytes | None:
+    if src.startswith("data:"):
+        head, _, data = src.partition(",")
+        return base64.b64decode(data) if head.endswith(";base64") else unquote(data).encode()
+    path = root / urlparse(urljoin(page_url, src)).path.lstrip("/")
+    return path.read_bytes() if path.is_file() else None
+
+
+def check_figure_text(page, root: Path, width: str) -> list[str]:
+    """Smallest figure text as shown: FIGURE_MIN_PT points scaled by drawn width / figure width."""
+    out = []
+    for fig in page.evaluate(SHOWN_FIGURES_JS):
+        data = _figure_bytes(root, page.url, fig["src"])
+        points = figure_width_pt(data) if data else None
+        if not points:
+            out.append(f"{width}: {fig['name']}: cannot tell its size in points (a PNG without pHYs?)")
+            continue
+        px = FIGURE_MIN_PT * fig["shown"] / points
+        if px < FIGURE_TEXT_MIN_PX[width] - 1e-6:
+            out.append(f"{width}: {fig['name']}: its smallest text ({FIGURE_MIN_PT} pt) is shown at {px:.1f} px "
+                       f"(at least {FIGURE_TEXT_MIN_PX[width]:g}): drawn {fig['shown']:.0f} px wide for "
+                       f"{points / 72:.1f} in")
+    return out
+
+
 # Lesson figures: images in stored cell outputs (widget views aside) that lack a "Fig. N" caption.
 UNNUMBERED_FIGURES_JS = """
 () => [...document.querySelectorAll('.cell_output img')]
@@ -486,6 +554,9 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path) -> tupl
     problems += check_links(root, path, hrefs, url)
 
     legibility = check_legibility(page, "1280 px", phone=False)
+    has_outputs = "cell_output" in html  # (a redirect page navigates away: nothing to measure)
+    if has_outputs:
+        legibility += check_figure_text(page, root, "1280 px")
     if rel.startswith("notebooks/"):
         time, title = TIME_RE.search(html), html.find("<h1", max(html.find("<article"), 0))
         section = html.find("<h2", title) if title >= 0 else -1  # the lesson's first section
@@ -502,6 +573,8 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path) -> tupl
     page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
     page.wait_for_timeout(300)
     legibility += check_legibility(page, "390 px", phone=True)
+    if has_outputs:
+        legibility += check_figure_text(page, root, "390 px")
     page.screenshot(path=str(shots / f"{name}-phone.png"), full_page=True)
 
     errors = [m for m in console if not any(k.search(m) for k in KNOWN_CONSOLE)]
@@ -542,6 +615,7 @@ def main(argv: list[str]) -> int:
                         help="also fail on legibility problems of these pages ('all' for every page)")
     parser.add_argument("--timings", default=".cache/timings", help="where page_weights.json goes")
     args = parser.parse_args(argv)
+    started = time.monotonic()
     root = Path(args.folder).resolve()
     if not (root / "index.html").exists():
         print(f"{root}: no built book (run make book)", file=sys.stderr)
@@ -617,6 +691,8 @@ def main(argv: list[str]) -> int:
         print(f"\n{page_name}:")
         for p in problems:
             print(f"  - {p}")
+    if not args.pages:
+        (timings / "browser_check.json").write_text(json.dumps({"browser_check_s": round(time.monotonic() - started, 1)}))
     print(f"\nScreenshots: {shots}")
     print(f"Legibility enforced on: {', '.join(sorted(enforced))}")
     print(f"{len(pages) - len([f for f in failures if f in {p.relative_to(root).as_posix() for p in pages}])} "

@@ -7,6 +7,8 @@ Reads every *.json in the timings folder (default .cache/timings):
   notebooks.json     {"notebooks": {name: s}}                (tests/nbval_timing.py, nbval)
   notebooks_alt.json {"notebooks_alt": {name: s}}            (the second nbval pass, other settings)
   page_weights.json  {"page_weights": {"pages": {page: bytes}, "total_bytes": n, ...}}  (.ci/browser_check.py)
+  browser_check.json {"browser_check_s": s}                  (.ci/browser_check.py, the whole book)
+  lab_check.json     {"lab_check_s": s}                      (.ci/lab_check.py)
 A value not written by this run prints as "not measured".
 """
 
@@ -49,11 +51,13 @@ def summary(times: dict) -> list[str]:
     out.append(line("make test, install included", times.get("make_test_s"), BUDGETS["make_test_s"]))
     out.append(line("unit tests", times.get("unit_s"), None))
     out.append(line("clean book build", times.get("book_build_s"), BUDGETS["book_build_s"]))
-    side_by_side = "make_test_s" in times  # make test runs the unit tests and both nbval passes at once
+    out.append(line("browser check, every page", times.get("browser_check_s"), None))
+    out.append(line("JupyterLab check", times.get("lab_check_s"), None))
+    side_by_side = "make_test_s" in times  # make test runs every check at once
     if side_by_side:
-        out.append("  (unit tests, both nbval passes and the book build ran side by side on this machine's")
-        out.append(f"  cores: their times include each other's load; the {BUDGETS['notebook_s']:.0f} s budget of a notebook")
-        out.append("  is for one run alone, as in `make nbval`)")
+        out.append("  (make test ran these side by side on this machine's cores: their times include each")
+        out.append(f"  other's load; the {BUDGETS['notebook_s']:.0f} s budget of a notebook is for one run alone,")
+        out.append("  as in `make nbval`)")
     for key, label in (("notebooks", "nbval"), ("notebooks_alt", "nbval, other settings")):
         runs = times.get(key)
         if not runs:

@@ -78,3 +78,33 @@ def test_shown_images_compare_with_the_stored_ones(bc):
                {"output_type": "display_data", "data": {"image/png": "iVBOR\nw0K"}}]
     shown = ["data:image/svg+xml," + quote(svg), "data:image/png;base64,iVBORw0K"]
     assert [bc._image_data(s) for s in shown] == bc._stored_images(outputs)
+
+
+@pytest.mark.parametrize("fmt, dpi", [("png", 100), ("png", 200), ("svg", 72)])
+def test_figure_width_in_points_is_read_from_the_image_itself(bc, fmt, dpi):
+    """What the figure-text rule divides by: 5 in drawn at any dpi (retina is 2x) is 360 pt."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.plot([0, 1], [0, 1])
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=dpi)
+    plt.close(fig)
+    assert bc.figure_width_pt(buf.getvalue()) == pytest.approx(360, abs=0.5)
+
+
+def test_a_png_without_its_resolution_has_no_width_in_points(bc):
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 1, 8, 0, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(b"\x00\x00\x00")) + chunk(b"IEND", b""))
+    assert bc.figure_width_pt(png) is None

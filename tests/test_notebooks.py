@@ -162,3 +162,36 @@ def test_nbval_sanitizer_covers_addresses():
 def test_book_config_never_executes():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["execute"]["execute_notebooks"] == "off"
+
+
+# Figure text (issue 15): no text below the floor the browser check measures on screen.
+FIGURE_MIN_PT = int(re.search(r"^FIGURE_MIN_PT = (\d+)", (ROOT / ".ci" / "browser_check.py").read_text(),
+                              re.M).group(1))
+FONT_SIZE = re.compile(r"(?<!\w)(?:fontsize|labelsize|size|[\"'][\w.]*size[\"'])\s*[=:]\s*(\d+(?:\.\d+)?)")
+NAMED_SMALL = re.compile(r"[\"'](?:xx-small|x-small|small|smaller)[\"']")
+
+
+def small_fonts(code: str, floor: float) -> list[str]:
+    """Font sizes in plotting code below `floor` points, and the named sizes smaller than the default."""
+    found = [m.group(0) for m in FONT_SIZE.finditer(code) if float(m.group(1)) < floor]
+    return found + NAMED_SMALL.findall(code)
+
+
+def test_the_small_font_rule_can_fail():
+    assert small_fonts('ax.legend(fontsize=9); ax.tick_params(labelsize=8)', 10) == ["fontsize=9", "labelsize=8"]
+    assert small_fonts('plt.rcParams.update({"legend.fontsize": "small", "font.size": 7})', 10) == [
+        '"font.size": 7', '"small"']
+    assert small_fonts("ax.text(0, 0, 'a', size=10); batch_size=4; capsize=3", 10) == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_figure_text_is_at_least_the_floor_at_100_dpi(path):
+    """The browser check turns FIGURE_MIN_PT into on-screen pixels, so it must hold for every text."""
+    cells = [c for c in load(path)["cells"] if c["cell_type"] == "code"]
+    setup = next((source(c) for c in cells if "plt.rcParams.update" in source(c)), "")
+    assert re.search(r'"font\.size": 1[1-9]', setup) and '"figure.dpi": 100' in setup, (
+        f"{path.name}: the setup cell sets font.size (at least 11) and figure.dpi 100")
+    for i, cell in enumerate(load(path)["cells"]):
+        if cell["cell_type"] == "code":
+            small = small_fonts(source(cell), FIGURE_MIN_PT)
+            assert not small, f"{path.name} cell {i}: figure text below {FIGURE_MIN_PT} pt: {small}"
