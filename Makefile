@@ -48,6 +48,7 @@ help:
 	@echo "              would compute), a clean book build, the browser check, the JupyterLab check"
 	@echo "make lab      set up and open the notebooks in JupyterLab on http://127.0.0.1:$(LAB_PORT)"
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000 for offline reading"
+	@echo "make browser  the browser check on _build/html, with desktop and phone screenshots in _build/screenshots"
 	@echo "make outputs  re-execute every notebook in place (saves widget state)"
 	@echo "make gpu-check  GPU only: the GPU path end to end, report in book/gpu-check.txt (exit 2 without CUDA)"
 
@@ -140,9 +141,9 @@ gpu-check: setup
 browser: setup chromium
 	$(PY) .ci/browser_check.py _build/html
 
-# A clean book build followed by the browser check on it.
+# A clean book build followed by the browser check on it (the screenshots to look at: make browser).
 checked-book: fresh-book chromium
-	$(PY) .ci/browser_check.py _build/html
+	$(PY) .ci/browser_check.py _build/html --no-screenshots
 
 # Every check runs side by side (the unit tests, the two nbval passes, a clean book build and its
 # browser check, the JupyterLab check): on a 2-core machine the cores never wait for one job to

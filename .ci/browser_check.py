@@ -31,7 +31,9 @@ tests/test_notebooks.py holds the notebooks' plotting code to) times the drawn w
 figure's width in points (an SVG's width, a PNG's pixels over its pHYs dpi), at least 9 px at
 1280 px and 10 px at 390 px.
 
-Writes a desktop and a phone screenshot of every page to _build/screenshots/.
+Writes a desktop and a phone screenshot of every page to _build/screenshots/ (not with
+--no-screenshots, as make test runs it: they are for people to look at, and cost about 40% of
+the check's time).
 Usage: python .ci/browser_check.py _build/html [--pages notebooks/02_infonce.html ...]
                                               [--enforce-legibility all|PAGE ...]
 """
@@ -302,18 +304,20 @@ def check_sliders(page, html: str) -> tuple[list[str], int]:
             ok = expect(spec.start, j, f"choice {j + 1} chosen")
             i = spec.start
             handle.focus()
-            # Under the first choice the slider visits every position and comes back; under the
-            # others one step each way is enough to show the link (tests/test_widgets.py proves
-            # every stored position equals what the function prints).
+            # Under the first choice the slider visits every position and comes back (the way back
+            # checks where it lands); under the others one step each way is enough to show the link
+            # (tests/test_widgets.py proves every stored position equals what the function prints).
             stops = ((("ArrowLeft", 0), ("ArrowRight", last), ("ArrowLeft", spec.start)) if j == first else
                      (("ArrowRight", min(spec.start + 1, last)), ("ArrowLeft", max(spec.start - 1, 0)),
                       ("ArrowRight", spec.start)))
-            for key, stop in stops:
+            for leg, (key, stop) in enumerate(stops):
+                each = not (j == first and leg == 2)
                 while ok and i != stop:
                     page.keyboard.press(key)
                     i += 1 if key == "ArrowRight" else -1
-                    ok = expect(i, j, f"after {key}")
-                    checked += 1
+                    if each or i == stop:
+                        ok = expect(i, j, f"after {key}")
+                        checked += 1
             if not ok:
                 break
         if ok:
@@ -481,7 +485,7 @@ def check_legibility(page, width: str, phone: bool) -> list[str]:
 # ---- one page -------------------------------------------------------------
 
 
-def check_page(page, root: Path, path: Path, base_url: str, shots: Path) -> tuple[list[str], list[str], str]:
+def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) -> tuple[list[str], list[str], str]:
     """Returns (problems, legibility problems, a one-line summary) of one page."""
     rel = path.relative_to(root).as_posix()
     url = f"{base_url}/{rel}"
@@ -569,13 +573,15 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path) -> tupl
     name = rel.replace("/", "__").removesuffix(".html")
     page.evaluate("() => { if (document.activeElement) document.activeElement.blur(); window.scrollTo(0, 0); }")
     page.wait_for_timeout(100)
-    page.screenshot(path=str(shots / f"{name}-desktop.png"), full_page=True)
+    if shots:
+        page.screenshot(path=str(shots / f"{name}-desktop.png"), full_page=True)
     page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
     page.wait_for_timeout(300)
     legibility += check_legibility(page, "390 px", phone=True)
     if has_outputs:
         legibility += check_figure_text(page, root, "390 px")
-    page.screenshot(path=str(shots / f"{name}-phone.png"), full_page=True)
+    if shots:
+        page.screenshot(path=str(shots / f"{name}-phone.png"), full_page=True)
 
     errors = [m for m in console if not any(k.search(m) for k in KNOWN_CONSOLE)]
     problems += [f"console error: {m[:200]}" for m in errors]
@@ -614,6 +620,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--enforce-legibility", nargs="+", default=[], metavar="PAGE",
                         help="also fail on legibility problems of these pages ('all' for every page)")
     parser.add_argument("--timings", default=".cache/timings", help="where page_weights.json goes")
+    parser.add_argument("--no-screenshots", action="store_true",
+                        help="skip the full-page screenshots (about 40%% of the check's time; make test skips them)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     root = Path(args.folder).resolve()
@@ -621,8 +629,9 @@ def main(argv: list[str]) -> int:
         print(f"{root}: no built book (run make book)", file=sys.stderr)
         return 2
     enforced = set(LEGIBLE_PAGES) | set(args.enforce_legibility)
-    shots = root.parent / "screenshots"
-    shots.mkdir(parents=True, exist_ok=True)
+    shots = None if args.no_screenshots else root.parent / "screenshots"
+    if shots:
+        shots.mkdir(parents=True, exist_ok=True)
     every = sorted(
         p for p in root.rglob("*.html")
         if not p.relative_to(root).as_posix().startswith(("_static/", "_sources/", "_images/"))
@@ -693,7 +702,7 @@ def main(argv: list[str]) -> int:
             print(f"  - {p}")
     if not args.pages:
         (timings / "browser_check.json").write_text(json.dumps({"browser_check_s": round(time.monotonic() - started, 1)}))
-    print(f"\nScreenshots: {shots}")
+    print(f"\nScreenshots: {shots}" if shots else "\nScreenshots: not taken (make browser takes them)")
     print(f"Legibility enforced on: {', '.join(sorted(enforced))}")
     print(f"{len(pages) - len([f for f in failures if f in {p.relative_to(root).as_posix() for p in pages}])} "
           f"passed, {len(failures)} failed")
