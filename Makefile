@@ -36,7 +36,7 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export OMP_WAIT_POLICY := PASSIVE
 # Python caches compiled modules (__pycache__) for everything make runs, even where the machine
 # sets PYTHONDONTWRITEBYTECODE (the CI machines do): the install skips byte-compiling its 18,000
-# files (about 45 s), and the few thousand a lesson imports are compiled once, on first use.
+# files (about 45 s), and the few thousand the checks import are compiled once (end of setup).
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help python setup vendor chromium book book-clean test unit nbval nbval-alt browser checked-book lab \
