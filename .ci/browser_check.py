@@ -430,8 +430,8 @@ def figure_width_pt(data: bytes) -> float | None:
 
 def _figure_bytes(root: Path, page_url: str, src: str) -> bytes | None:
     if src.startswith("data:"):
-        head, _, data = src.partition(",")
-        return base64.b64decode(data) if head.endswith(";base64") else unquote(data).encode()
+        data = _image_data(src)
+        return base64.b64decode(data) if src.partition(",")[0].endswith(";base64") else data.encode()
     path = root / urlparse(urljoin(page_url, src)).path.lstrip("/")
     return path.read_bytes() if path.is_file() else None
 

@@ -187,11 +187,10 @@ def test_the_small_font_rule_can_fail():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_figure_text_is_at_least_the_floor_at_100_dpi(path):
     """The browser check turns FIGURE_MIN_PT into on-screen pixels, so it must hold for every text."""
-    cells = [c for c in load(path)["cells"] if c["cell_type"] == "code"]
-    setup = next((source(c) for c in cells if "plt.rcParams.update" in source(c)), "")
+    code = [(i, source(c)) for i, c in enumerate(load(path)["cells"]) if c["cell_type"] == "code"]
+    setup = next((text for _, text in code if "plt.rcParams.update" in text), "")
     assert re.search(r'"font\.size": 1[1-9]', setup) and '"figure.dpi": 100' in setup, (
         f"{path.name}: the setup cell sets font.size (at least 11) and figure.dpi 100")
-    for i, cell in enumerate(load(path)["cells"]):
-        if cell["cell_type"] == "code":
-            small = small_fonts(source(cell), FIGURE_MIN_PT)
-            assert not small, f"{path.name} cell {i}: figure text below {FIGURE_MIN_PT} pt: {small}"
+    for i, text in code:
+        small = small_fonts(text, FIGURE_MIN_PT)
+        assert not small, f"{path.name} cell {i}: figure text below {FIGURE_MIN_PT} pt: {small}"
