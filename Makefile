@@ -22,8 +22,8 @@ TIMES  := .cache/timings
 # this pass (lesson 7: 82 s against 37 s); try it with make nbval-alt ALT_CPU="...".
 ALT_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
            MKL_ENABLE_INSTRUCTIONS=AVX2 OPENBLAS_CORETYPE=Prescott
-NBVAL   := -m pytest -q -p tests.nbval_timing --nbval --nbval-current-env \
-           --nbval-sanitize-with tests/nbval_sanitize.cfg
+NBVAL   := -m pytest -q -p tests.notebooks.nbval_timing --nbval --nbval-current-env \
+           --nbval-sanitize-with tests/notebooks/nbval_sanitize.cfg
 LAB_PORT ?= 8888
 export PYTHONHASHSEED := 0
 export HF_HUB_OFFLINE := 1
@@ -40,7 +40,7 @@ export OMP_WAIT_POLICY := PASSIVE
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help python setup vendor chromium book book-clean test unit nbval nbval-alt browser checked-book lab \
-        lab-check fresh-book gpu-check serve outputs lock clean report
+        lab-check fresh-book gpu-check serve outputs lock clean report spread
 
 help:
 	@echo "make book     set up and build the HTML book into _build/html (warnings are errors)"
@@ -50,6 +50,10 @@ help:
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000 for offline reading"
 	@echo "make browser  the browser check on _build/html, with desktop and phone screenshots in _build/screenshots"
 	@echo "make outputs  re-execute every notebook in place (saves widget state)"
+	@echo "make spread   measure how far each cell's printed numbers move under other CPU settings (niced, long:"
+	@echo "              minutes per notebook and setting) into tests/notebooks/spread.json;"
+	@echo "              SPREAD_ARGS=\"--notebook 03 --settings here,nbval-alt\" for a part, \"--no-run --declare\""
+	@echo "              to write the tolerances into the notebooks (tests/README.md, \"Writing a stable output\")"
 	@echo "make gpu-check  GPU only: the GPU path end to end, report in book/gpu-check.txt (exit 2 without CUDA)"
 
 # ---- set-up --------------------------------------------------------------
@@ -123,6 +127,13 @@ nbval-alt: setup
 	@mkdir -p $(TIMES)
 	@echo "nbval again, as another CPU would compute: $(ALT_CPU)"
 	$(ALT_CPU) NBVAL_TIMING_KEY=notebooks_alt $(PY) $(NBVAL) notebooks
+
+# How far each cell's printed numbers move under other CPU settings (tests/README.md, "Writing a stable
+# output"): each notebook runs under nbval once per setting, niced; the notebooks are only read
+# (--declare writes tolerances into their cell metadata). Not part of make test: minutes per notebook
+# and setting. make spread SPREAD_ARGS="--notebook 03 --settings here,nbval-alt" measures a part.
+spread: setup
+	$(PY) -m tests.notebooks.spread $(SPREAD_ARGS)
 
 lab: setup
 	@echo "JupyterLab on http://127.0.0.1:$(LAB_PORT)/lab, notebooks/ with the kernel 'Python 3 (course)' (Ctrl-C stops)"

@@ -4,7 +4,7 @@ Reads every *.json in the timings folder (default .cache/timings):
   total.json         {"make_test_s": s}                      (Makefile, `make test`)
   book.json          {"book_build_s": s}                     (Makefile, `make book`)
   unit.json          {"unit_s": s}                           (the unit tests)
-  notebooks.json     {"notebooks": {name: s}}                (tests/nbval_timing.py, nbval)
+  notebooks.json     {"notebooks": {name: s}}                (tests/notebooks/nbval_timing.py, nbval)
   notebooks_alt.json {"notebooks_alt": {name: s}}            (the second nbval pass, other settings)
   page_weights.json  {"page_weights": {"pages": {page: bytes}, "total_bytes": n, ...}}  (.ci/browser_check.py)
   browser_check.json {"browser_check_s": s}                  (.ci/browser_check.py, the whole book)

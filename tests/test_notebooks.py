@@ -155,7 +155,7 @@ def test_the_float_digest_rule_can_fail():
 
 
 def test_nbval_sanitizer_covers_addresses():
-    cfg = (ROOT / "tests" / "nbval_sanitize.cfg").read_text()
+    cfg = (ROOT / "tests" / "notebooks" / "nbval_sanitize.cfg").read_text()
     assert "0x[0-9a-fA-F]+" in cfg
 
 

@@ -1,4 +1,4 @@
-"""The nbval sanitizer (tests/nbval_sanitize.cfg) hides timings and addresses, and nothing else."""
+"""The nbval sanitizer (tests/notebooks/nbval_sanitize.cfg) hides timings and addresses, and nothing else."""
 
 from __future__ import annotations
 

@@ -1,0 +1,651 @@
+"""Measure how far each notebook cell's printed numbers move on other CPUs: `make spread`.
+
+    python -m tests.notebooks.spread                       every notebook, every setting
+    python -m tests.notebooks.spread --notebook 03         one notebook (a name or its start)
+    python -m tests.notebooks.spread --settings here,nbval-alt --notebook 03
+    python -m tests.notebooks.spread --declare             measure, then write tolerances
+    python -m tests.notebooks.spread --no-run --declare    write tolerances from the stored measurement
+    python -m tests.notebooks.spread --no-run              report the stored measurement
+    python -m tests.notebooks.spread --list                the settings
+
+Each notebook runs under nbval (as `make nbval` runs it: same kernel, sanitize file and
+comparison) once per setting, each setting a knob that makes this machine compute as another
+would: PyTorch's CPU kernel level, the thread count, MKL's and OpenBLAS's code paths, and the
+combination of the second nbval pass (the Makefile's ALT_CPU). nbval reads the notebook and runs
+its cells in a kernel; the file is never written (except by --declare, which changes only cell
+metadata). For every cell it writes down which printed numbers moved against the stored output,
+and to what, in tests/notebooks/spread.json (keyed by notebook and cell id). Measuring some
+settings or notebooks replaces those and keeps the rest, as long as the cells are unchanged.
+
+The rule (tests/README.md, "Writing a stable output"; tests/notebooks/test_spread.py holds it):
+
+- A number's move is |new - stored| as printed, exact decimals; a move of 0 (``-0.00`` against
+  ``0.00``) counts as one unit of its last digit, the resolution at which it was measured.
+- A cell whose numbers moved declares a tolerance covering MARGIN (3) times its largest move;
+  --declare writes MARGIN times the move, rounded up to one significant digit: "atol", or
+  "rtol" (times the relative move) when that gives the cell's numbers the smaller allowance in
+  the geometric mean, and "integers": true when an integer moved.
+- A declared atol or rtol more than FAR (10) times the cell's largest move (absolute or
+  relative) is too loose: it checks nothing. A cell that never moved declares nothing.
+- A number that moved is printed to the digits its tolerance leaves meaningful: its allowance
+  stays below DIGITS (10) units of its last printed digit.
+- Words that change, or a cell that fails, under any setting: no tolerance covers that; the
+  output has to change (an aggregate over seeds, fewer digits, a figure).
+
+The measurement runs niced (--nice 15) and one run at a time (--jobs 1), so it can run in the
+background on a busy 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import nbformat
+
+from tests.notebooks.nbval_tolerance import (
+    KEY,
+    DeclarationError,
+    Number,
+    Tolerance,
+    cell_fingerprint,
+    declaration,
+    split_numbers,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+MEASUREMENT = HERE / "spread.json"
+SANITIZE = HERE / "nbval_sanitize.cfg"
+
+MARGIN = Decimal(3)   # a tolerance covers 3 x the largest measured move
+FAR = Decimal(10)     # ... and stays within 10 x it
+DIGITS = Decimal(10)  # a moved number's allowance stays below 10 units of its last digit
+
+# The knobs (tests/README.md): each makes this machine pick the kernels another would pick.
+# "nbval-alt" is added from the Makefile's ALT_CPU, the setting of the second nbval pass.
+SETTINGS: dict[str, dict[str, str]] = {
+    "here": {},
+    "aten-default": {"ATEN_CPU_CAPABILITY": "default"},
+    "aten-avx2": {"ATEN_CPU_CAPABILITY": "avx2"},
+    "aten-avx512": {"ATEN_CPU_CAPABILITY": "avx512"},
+    "threads-1": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+    "threads-2": {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"},
+    "mkl-sse4_2": {"MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
+    "mkl-avx2": {"MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+    "mkl-compatible": {"MKL_CBWR": "COMPATIBLE"},
+    "openblas-prescott": {"OPENBLAS_CORETYPE": "Prescott"},
+    "openblas-haswell": {"OPENBLAS_CORETYPE": "Haswell"},
+    "conservative": {"ATEN_CPU_CAPABILITY": "default", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                     "MKL_CBWR": "COMPATIBLE", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+                     "OPENBLAS_CORETYPE": "Prescott"},
+}
+KNOBS = ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+         "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "MKL_DEBUG_CPU_TYPE", "OPENBLAS_CORETYPE",
+         "OPENBLAS_VERBOSE", "NUMEXPR_NUM_THREADS")
+# The quiet, offline environment the Makefile exports.
+QUIET_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+             "TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYTHONHASHSEED": "0",
+             "OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def alt_cpu(makefile: Path = ROOT / "Makefile") -> dict[str, str]:
+    """The Makefile's ALT_CPU (the second nbval pass), as a dict."""
+    text = makefile.read_text(encoding="utf-8").replace("\\\n", " ")
+    found = re.search(r"^ALT_CPU\s*:?=(.*)$", text, re.MULTILINE)
+    if not found:
+        raise SystemExit(f"{makefile}: no ALT_CPU := ... line (the setting of make nbval-alt)")
+    pairs = [word.split("=", 1) for word in shlex.split(found.group(1))]
+    if not pairs or any(len(p) != 2 for p in pairs):
+        raise SystemExit(f"{makefile}: ALT_CPU is not a list of NAME=value: {found.group(1).strip()!r}")
+    return dict(pairs)
+
+
+def settings() -> dict[str, dict[str, str]]:
+    return {**SETTINGS, "nbval-alt": alt_cpu()}
+
+
+# ---- moves -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Move:
+    """One printed number that moved under one setting."""
+    setting: str
+    stored: Number
+    new: Number
+    line: str
+    at: str = ""  # which number of which output
+
+
+    @property
+    def size(self) -> Decimal:
+        """|new - stored|; a move by formatting only (-0.00 and 0.00) counts one unit of its last digit."""
+        return abs(self.new.value - self.stored.value) or self.stored.unit
+
+    @property
+    def relative(self) -> Decimal | None:
+        return self.size / abs(self.stored.value) if self.stored.value else None
+
+    def __str__(self) -> str:
+        return f"{self.stored.raw} -> {self.new.raw} under {self.setting} (line {self.line.strip()!r})"
+
+
+def one_number(raw: str) -> Number:
+    numbers = split_numbers(raw)[1]
+    if len(numbers) != 1:
+        raise ValueError(f"not one number: {raw!r}")
+    return numbers[0]
+
+
+def compare_views(stored: dict, new: dict) -> tuple[list[dict], str | None]:
+    """The numbers that moved (as JSON records) and, if the text changed otherwise, how."""
+    if set(stored) != set(new):
+        return [], f"output kinds {sorted(stored)} became {sorted(new)}"
+    moved = []
+    for key in sorted(stored):
+        if len(stored[key]) != len(new[key]):
+            return [], f"{key}: {len(stored[key])} outputs became {len(new[key])}"
+        for i, (s, n) in enumerate(zip(stored[key], new[key])):
+            if not (isinstance(s, str) and isinstance(n, str)):
+                if s != n:
+                    return [], f"{key}, output {i + 1}: changed"
+                continue
+            s_words, s_numbers = split_numbers(s)
+            n_words, n_numbers = split_numbers(n)
+            if s_words != n_words or len(s_numbers) != len(n_numbers):
+                for s_line, n_line in zip(s.split("\n"), n.split("\n")):
+                    if split_numbers(s_line)[0] != split_numbers(n_line)[0] or \
+                            len(split_numbers(s_line)[1]) != len(split_numbers(n_line)[1]):
+                        return [], f"{key}, output {i + 1}: {s_line.strip()!r} became {n_line.strip()!r}"
+                return [], f"{key}, output {i + 1}: the lines changed"
+            for j, (a, b) in enumerate(zip(s_numbers, n_numbers)):
+                if a.raw != b.raw:
+                    start = s.rfind("\n", 0, a.start) + 1
+                    end = s.find("\n", a.start)
+                    moved.append({"output": key, "at": [i, j], "line": s[start:end if end >= 0 else None],
+                                  "stored": a.raw, "new": b.raw})
+    return moved, None
+
+
+def analyse(record: dict) -> dict:
+    """One setting's run: for each cell id, the numbers that moved, the text that changed, the error."""
+    out: dict = {"moved": {}, "changed": {}, "errors": {}}
+    for cell in record["cells"]:
+        cid = cell["id"]
+        if cell.get("error"):
+            out["errors"][cid] = cell["error"]
+        elif "stored" in cell and "new" in cell:
+            moved, changed = compare_views(cell["stored"], cell["new"])
+            if changed:
+                out["changed"][cid] = changed
+            elif moved:
+                out["moved"][cid] = moved
+    return out
+
+
+def moves_of(measured: dict, cid: str) -> list[Move]:
+    """Every move of a cell's numbers, over the stored settings."""
+    return [Move(name, one_number(m["stored"]), one_number(m["new"]), m["line"], f"{m['output']}{m['at']}")
+            for name, run in sorted(measured.get("settings", {}).items())
+            for m in run.get("moved", {}).get(cid, [])]
+
+
+# ---- the rule ----------------------------------------------------------------------------------
+
+def moved_summary(moves: list[Move]) -> str:
+    """`2 printed numbers moved under 3 settings (a, b, c), the largest ... by 0.01`."""
+    count = len({m.at or (m.stored.raw, m.line) for m in moves})
+    under = sorted({m.setting for m in moves})
+    largest = max(moves, key=lambda m: m.size)
+    return (f"{count} printed number{'s' if count > 1 else ''} moved under {len(under)} setting"
+            f"{'s' if len(under) > 1 else ''} ({', '.join(under)}), the largest {largest} by {largest.size}")
+
+
+def round_up_1(x: Decimal) -> Decimal:
+    """Round up to one significant digit: 0.0301 -> 0.04, 0.03 -> 0.03, 0.96 -> 1."""
+    exponent = x.adjusted()
+    digit = math.ceil(x.scaleb(-exponent))
+    return Decimal(digit).scaleb(exponent).normalize()
+
+
+def cell_numbers(cell) -> list[Number]:
+    """The numbers in a cell's stored text outputs."""
+    numbers = []
+    for output in cell.get("outputs", []):
+        texts = [output.get("text", "")] + [v for m, v in output.get("data", {}).items() if m.startswith("text/")]
+        for text in texts:
+            numbers += split_numbers("".join(text) if isinstance(text, list) else text)[1]
+    return numbers
+
+
+def propose(moves: list[Move], numbers: list[Number]) -> Tolerance | None:
+    """The tolerance --declare writes for a cell: MARGIN x its largest move, rounded up to one
+    significant digit; absolute or relative, whichever gives its numbers the smaller allowance
+    (geometric mean); integers included when an integer moved."""
+    if not moves:
+        return None
+    integers = any(m.stored.integer for m in moves)
+    candidates = [Tolerance(atol=round_up_1(MARGIN * max(m.size for m in moves)), integers=integers)]
+    if all(m.relative is not None for m in moves):
+        candidates.append(Tolerance(rtol=round_up_1(MARGIN * max(m.relative for m in moves)), integers=integers))
+    applies = [n.value for n in numbers if (integers or not n.integer) and n.value] or [m.stored.value for m in moves]
+
+    def spread(t: Tolerance) -> float:
+        return sum(math.log10(t.allowance(v)) for v in applies if t.allowance(v))
+
+    return min(candidates, key=spread)
+
+
+def ignored(cell) -> bool:
+    """nbval does not compare this cell's output (a comment marker or a tag)."""
+    lines = [line.strip().lstrip("#").strip() for line in "".join(cell.get("source", "")).splitlines()
+             if line.strip().startswith("#")]
+    tags = cell.get("metadata", {}).get("tags", [])
+    return bool({"NBVAL_IGNORE_OUTPUT", "NBVAL_SKIP", "PYTEST_VALIDATE_IGNORE_OUTPUT"} & set(lines)
+                or {"nbval-ignore-output", "nbval-skip"} & set(tags))
+
+
+def tolerance_problems(tolerance: Tolerance | None, moves: list[Move]) -> list[str]:
+    """Why a declared tolerance (or its lack) does not fit the measured moves: what --declare fixes."""
+    if not moves:
+        if tolerance is not None:
+            return [f"declares a tolerance ({tolerance}) but no number moved under any setting: remove it "
+                    f"(a cell that never moved is compared exactly)"]
+        return []
+    if tolerance is None:
+        return [f"{moved_summary(moves)}, and it declares no tolerance: "
+                f"run make spread SPREAD_ARGS=\"--no-run --declare\", or print fewer digits"]
+    problems = []
+    for m in moves:
+        if not tolerance.applies_to(m.stored):
+            problems.append(f"integer {m} moved: declare \"integers\": true")
+        elif tolerance.allowance(m.stored.value) < MARGIN * m.size:
+            problems.append(f"its tolerance ({tolerance}) allows {tolerance.allowance(m.stored.value)} where "
+                            f"{m} moved by {m.size}: it must allow {MARGIN} x that")
+    covered = [m for m in moves if tolerance.applies_to(m.stored)]
+    if covered:
+        widest = max(m.size for m in covered)
+        if tolerance.atol > FAR * widest:
+            problems.append(f"atol {tolerance.atol} is more than {FAR} x the largest move measured, {widest}: "
+                            f"it checks nothing")
+        relative = [m.relative for m in covered if m.relative is not None]
+        if tolerance.rtol and relative and tolerance.rtol > FAR * max(relative):
+            problems.append(f"rtol {tolerance.rtol} is more than {FAR} x the largest relative move measured, "
+                            f"{max(relative):.2g}: it checks nothing")
+    if tolerance.integers and not any(m.stored.integer for m in moves):
+        problems.append("declares \"integers\": true, but no integer moved: remove it")
+    return problems
+
+
+def digit_problems(tolerance: Tolerance | None, moves: list[Move]) -> list[str]:
+    """A moved number printed to more digits than its tolerance leaves meaningful."""
+    problems = []
+    for m in moves if tolerance is not None else []:
+        allowance = tolerance.allowance(m.stored.value)
+        if tolerance.applies_to(m.stored) and not m.stored.integer and allowance >= DIGITS * m.stored.unit:
+            problems.append(f"{m.stored.raw} is printed to {m.stored.unit}, but its tolerance allows {allowance} "
+                            f"({allowance / m.stored.unit:.0f} units of its last digit): print it to "
+                            f"{Decimal(1).scaleb(allowance.adjusted())} (line {m.line.strip()!r})")
+    return sorted(set(problems))
+
+
+def check_cell(cell, moves: list[Move], changed: dict[str, str], errors: dict[str, str]) -> list[str]:
+    """Why a cell breaks the rule; empty when it holds."""
+    problems = []
+    if errors:
+        problems.append(f"fails under {', '.join(sorted(errors))}: {next(iter(errors.values()))}")
+    if changed:
+        problems.append(f"its words change under {', '.join(sorted(changed))} ({next(iter(changed.values()))}): "
+                        f"a tolerance covers numbers only; print an aggregate over seeds, fewer digits or a figure")
+    try:
+        tolerance = declaration(cell)
+    except DeclarationError as err:
+        return problems + [str(err)]
+    if ignored(cell):
+        if tolerance is not None:
+            problems.append("declares a tolerance, but nbval ignores its output: remove one of the two")
+        return problems
+    return problems + tolerance_problems(tolerance, moves) + digit_problems(tolerance, moves)
+
+
+def check_notebook(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
+    """Every way the notebook breaks the rule, or its measurement is missing or stale."""
+    name = path.resolve().relative_to(root.resolve()).as_posix()
+    again = f"run make spread SPREAD_ARGS=\"--notebook {path.stem}\""
+    measured = measurement.get("notebooks", {}).get(name)
+    if measured is None:
+        return [f"{name}: no measurement of its spread in tests/notebooks/{MEASUREMENT.name}: {again}"]
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    problems = []
+    if any(not c.get("id") for c in code):
+        return [f"{name}: cells without ids: {again} --add-ids"]
+    fingerprints = {c.id: cell_fingerprint(c) for c in code}
+    stale = [cid for cid, fp in fingerprints.items() if measured.get("cells", {}).get(cid, {}).get("fingerprint") != fp]
+    gone = sorted(set(measured.get("cells", {})) - set(fingerprints))
+    if stale or gone:
+        problems.append(f"{name}: cells changed since their spread was measured (ids {', '.join(stale + gone)}): {again}")
+    want = settings()
+    have = measured.get("settings", {})
+    missing = [s for s in want if s not in have or have[s].get("env") != want[s]]
+    if missing:
+        problems.append(f"{name}: measured under {len(want) - len(missing)} of {len(want)} settings; "
+                        f"missing or changed: {', '.join(missing)}: {again}")
+    if problems:
+        return problems
+    for i, cell in enumerate(code):
+        found = check_cell(cell, moves_of(measured, cell.id),
+                           {s: r["changed"][cell.id] for s, r in have.items() if cell.id in r.get("changed", {})},
+                           {s: r["errors"][cell.id] for s, r in have.items() if cell.id in r.get("errors", {})})
+        problems += [f"{name}, cell {i} (id {cell.id}): {p}" for p in found]
+    return problems
+
+
+# ---- measuring ------------------------------------------------------------------------------------
+
+_running: set[subprocess.Popen] = set()
+
+
+def stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def run_setting(notebook: Path, name: str, env_extra: dict[str, str], timeout: float) -> dict:
+    """One nbval run of a notebook under one setting: what every cell printed."""
+    env = {k: v for k, v in os.environ.items() if k not in KNOBS}
+    for key, value in QUIET_ENV.items():
+        env.setdefault(key, value)
+    env.update(env_extra)
+    with tempfile.TemporaryDirectory(prefix="spread-") as tmp:
+        record = Path(tmp) / "record.json"
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "-p", "tests.notebooks.nbval_tolerance", "-p", "tests.notebooks.spread_record",
+               "--spread-record", str(record), "--nbval", "--nbval-current-env",
+               "--nbval-sanitize-with", str(SANITIZE), str(notebook)]
+        start = time.perf_counter()
+        # Its own process group, so that a timeout or Ctrl-C stops the run with its kernel.
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        _running.add(proc)
+        try:
+            log, _ = proc.communicate(timeout=timeout)
+        except BaseException:
+            stop(proc)
+            raise
+        finally:
+            _running.discard(proc)
+        seconds = time.perf_counter() - start
+        if not record.exists():
+            raise RuntimeError(f"{notebook.name} under {name}: nbval recorded nothing (exit {proc.returncode}):\n"
+                               + "\n".join(log.splitlines()[-30:]))
+        cells = json.loads(record.read_text(encoding="utf-8"))
+    return {"env": env_extra, "seconds": round(seconds, 1), **analyse(cells)}
+
+
+def machine() -> str:
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        import platform
+        cpu = platform.processor() or platform.machine()
+    return f"{cpu}, {os.cpu_count()} CPUs"
+
+
+def find_notebooks(names: list[str]) -> list[Path]:
+    every = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if not names:
+        return every
+    chosen = []
+    for name in names:
+        path = Path(name)
+        if path.suffix == ".ipynb" and (ROOT / path).is_file():
+            chosen.append((ROOT / path).resolve())
+            continue
+        hits = [p for p in every if p.stem.startswith(Path(name).stem)]
+        if len(hits) != 1:
+            raise SystemExit(f"--notebook {name}: {'no' if not hits else len(hits)} notebooks match "
+                             f"({', '.join(p.name for p in every)})")
+        chosen.append(hits[0])
+    return chosen
+
+
+def load(path: Path = MEASUREMENT) -> dict:
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    return {"notebooks": {}}
+
+
+def save(measurement: dict, path: Path = MEASUREMENT) -> None:
+    measurement["about"] = ("The printed numbers that moved, per notebook, setting and cell id, against the "
+                            "stored output. Written by make spread (tests/notebooks/spread.py); read by "
+                            "tests/notebooks/test_spread.py.")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(measurement, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def code_cells(path: Path) -> list:
+    nb = nbformat.read(path, as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    ids = [c.get("id") for c in cells]
+    if not all(ids) or len(set(ids)) != len(ids):
+        raise SystemExit(f"{path.name}: every code cell needs its own id (nbformat 4.5): "
+                         f"run python -m tests.notebooks.spread --add-ids --notebook {path.stem}")
+    return cells
+
+
+def fingerprints(path: Path) -> dict[str, dict]:
+    return {c.id: {"index": i, "fingerprint": cell_fingerprint(c)} for i, c in enumerate(code_cells(path))}
+
+
+def interruptible(results):
+    """Ctrl-C stops the runs in flight too, so that the pool can close."""
+    try:
+        yield from results
+    except KeyboardInterrupt:
+        for proc in list(_running):
+            stop(proc)
+        raise
+
+
+def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measurement: dict, jobs: int,
+            timeout: float) -> int:
+    """Run every notebook under every chosen setting; store what moved. Returns how many runs failed."""
+    failed = 0
+    for path in notebooks:
+        name = path.relative_to(ROOT).as_posix()
+        cells = fingerprints(path)
+        entry = measurement["notebooks"].get(name)
+        if entry is None or entry.get("cells") != cells:
+            if entry is not None:
+                print(f"{name}: its cells changed since the last measurement; the old one is dropped")
+            entry = {"cells": cells, "settings": {}}
+        print(f"{name}: {len(chosen)} settings, {len(cells)} code cells", flush=True)
+
+        def one(item):
+            setting, env = item
+            try:
+                return setting, run_setting(path, setting, env, timeout), None
+            except (RuntimeError, subprocess.TimeoutExpired) as err:
+                return setting, None, err
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = pool.map(one, chosen.items()) if jobs > 1 else map(one, chosen.items())
+            for setting, run, err in interruptible(results):
+                if err is not None:
+                    failed += 1
+                    print(f"  {setting}: FAILED: {err}", flush=True)
+                    continue
+                run["machine"] = machine()
+                run["when"] = time.strftime("%Y-%m-%d %H:%M")
+                entry["settings"][setting] = run
+                moved = ", ".join(f"{cells[c]['index']}" for c in run["moved"]) or "none"
+                extra = "".join(f"; {what} in cells {', '.join(str(cells[c]['index']) for c in run[what])}"
+                                for what in ("changed", "errors") if run[what])
+                print(f"  {setting:<18} {run['seconds']:7.1f} s   cells with moved numbers: {moved}{extra}",
+                      flush=True)
+        if fingerprints(path) != cells:
+            print(f"{name}: the notebook changed while it was measured; its measurement is not stored")
+            failed += 1
+            continue
+        measurement["notebooks"][name] = entry
+        save(measurement)
+    return failed
+
+
+def report(notebooks: list[Path], measurement: dict) -> None:
+    for path in notebooks:
+        name = path.relative_to(ROOT).as_posix()
+        measured = measurement["notebooks"].get(name)
+        if measured is None:
+            print(f"{name}: not measured")
+            continue
+        runs = measured["settings"]
+        seconds = ", ".join(f"{s} {r['seconds']:.0f} s" for s, r in sorted(runs.items()))
+        print(f"{name}: {len(runs)} settings ({seconds})")
+        for cid, info in sorted(measured["cells"].items(), key=lambda kv: kv[1]["index"]):
+            moves = moves_of(measured, cid)
+            other = {w: sorted(s for s, r in runs.items() if cid in r.get(w, {})) for w in ("changed", "errors")}
+            if moves:
+                print(f"  cell {info['index']} (id {cid}): {moved_summary(moves)}")
+            for what, under in other.items():
+                if under:
+                    print(f"  cell {info['index']} (id {cid}): {what} under {', '.join(under)}")
+
+
+def declare(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
+    """Write each cell's tolerance from the measurement into the notebook, cell metadata only: a
+    declaration that fits the measured moves is kept, one that does not is replaced, one on a
+    cell that never moved is removed. Returns what it did and what is left to fix by hand."""
+    name = path.resolve().relative_to(root.resolve()).as_posix()
+    measured = measurement["notebooks"].get(name)
+    if measured is None or measured.get("cells") != fingerprints(path):
+        return [f"{name}: no current measurement to declare from: "
+                f"run make spread SPREAD_ARGS=\"--notebook {path.stem}\""]
+    nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+    notes, changed = [], False
+    runs = measured.get("settings", {})
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        where = f"{name}, cell {i} (id {cell.id})"
+        moves = [] if ignored(cell) else moves_of(measured, cell.id)
+        try:
+            current = declaration(cell)
+            fits = not tolerance_problems(current, moves)
+        except DeclarationError:
+            current, fits = None, False
+        if not fits:
+            proposed = propose(moves, cell_numbers(cell))
+            if proposed is None:
+                cell.metadata.pop(KEY, None)
+                notes.append(f"{where}: tolerance removed (no number moved)")
+            else:
+                cell.metadata[KEY] = proposed.as_metadata()
+                notes.append(f"{where}: declared {proposed}" + (f" (was {current})" if current else ""))
+            changed = True
+        left = check_cell(cell, moves,
+                          {s: r["changed"][cell.id] for s, r in runs.items() if cell.id in r.get("changed", {})},
+                          {s: r["errors"][cell.id] for s, r in runs.items() if cell.id in r.get("errors", {})})
+        notes += [f"{where}: to fix by hand: {p}" for p in left]
+    if changed:
+        tmp = path.with_name(f".{path.name}.declare")
+        nbformat.write(nb, str(tmp))
+        os.replace(tmp, path)
+    return notes
+
+
+def add_ids(path: Path) -> bool:
+    """Give every cell an id (nbformat 4.5); True if the file changed."""
+    nb = nbformat.read(path, as_version=4)
+    if all(c.get("id") for c in nb.cells) and len({c.id for c in nb.cells}) == len(nb.cells):
+        return False
+    from nbformat.corpus.words import generate_corpus_id
+
+    seen = set()
+    for cell in nb.cells:
+        if not cell.get("id") or cell.id in seen:
+            cell.id = generate_corpus_id()
+        seen.add(cell.id)
+    nb.nbformat_minor = max(nb.nbformat_minor, 5)
+    nbformat.write(nb, str(path))
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.notebooks.spread",
+                                     description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--notebook", action="append", default=[], metavar="NAME",
+                        help="a notebook (path, name or the start of its name: 03); repeat for more; default all")
+    parser.add_argument("--settings", default="", metavar="A,B",
+                        help="comma-separated settings (--list); default all")
+    parser.add_argument("--no-run", action="store_true", help="run nothing: use the stored measurement")
+    parser.add_argument("--declare", action="store_true",
+                        help="write each cell's tolerance from the measurement into the notebook (metadata only)")
+    parser.add_argument("--add-ids", action="store_true", help="give cells without an id one (nbformat 4.5), then stop")
+    parser.add_argument("--list", action="store_true", help="list the settings and stop")
+    parser.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1)")
+    parser.add_argument("--nice", type=int, default=15, help="niceness of the runs (default 15; 0: as started)")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds one notebook run may take (default 3600)")
+    args = parser.parse_args(argv)
+
+    every = settings()
+    if args.list:
+        for name, env in every.items():
+            print(f"{name:<18} {' '.join(f'{k}={v}' for k, v in env.items()) or '(this machine as it is)'}")
+        return 0
+    notebooks = find_notebooks(args.notebook)
+    if args.add_ids:
+        for path in notebooks:
+            print(f"{path.name}: {'ids added' if add_ids(path) else 'every cell has an id'}")
+        return 0
+    chosen = every
+    if args.settings:
+        names = [s.strip() for s in args.settings.split(",") if s.strip()]
+        unknown = [s for s in names if s not in every]
+        if unknown:
+            parser.error(f"unknown settings {unknown}; known: {', '.join(every)}")
+        chosen = {s: every[s] for s in names}
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    measurement = load()
+    failed = 0
+    if not args.no_run:
+        if args.nice:
+            os.nice(args.nice)
+        start = time.perf_counter()
+        try:
+            failed = measure(notebooks, chosen, measurement, args.jobs, args.timeout)
+        except KeyboardInterrupt:
+            for proc in list(_running):
+                stop(proc)
+            print("stopped; the notebooks measured in full are stored")
+            return 130
+        print(f"measured in {time.perf_counter() - start:.0f} s; stored in {MEASUREMENT.relative_to(ROOT)}")
+    report(notebooks, measurement)
+    if args.declare:
+        for path in notebooks:
+            for note in declare(path, measurement):
+                print(note)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

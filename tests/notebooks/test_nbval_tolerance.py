@@ -1,0 +1,254 @@
+"""The tolerance plugin (tests/notebooks/nbval_tolerance.py): numbers within a declared tolerance,
+everything else exactly; and, end to end, a plain `pytest --nbval` run that uses it."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from decimal import Decimal
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+from tests.notebooks import nbval_tolerance as tol
+from tests.notebooks.nbval_tolerance import (
+    DeclarationError,
+    Tolerance,
+    compare_text,
+    declaration,
+    split_numbers,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def raws(text: str) -> list[str]:
+    return [n.raw for n in split_numbers(text)[1]]
+
+
+@pytest.mark.parametrize(
+    "text, numbers",
+    [
+        ("loss 1e-3, 2.5E+04", ["1e-3", "2.5E+04"]),
+        ("moves -0.5 and +0.2 (-0.25)", ["-0.5", "+0.2", "-0.25"]),
+        ("loss=-0.01, a \u22120.5", ["-0.01", "\u22120.5"]),
+        ("95% of 1,797 images", ["95", "1,797"]),
+        ("x2 d=384 [0.1, 0.2]", ["384", "0.1", "0.2"]),
+        ("Qwen3-Embedding-0.6B at 128 tokens", ["0.6", "128"]),
+        ("torch 2.13.0, float32, step_400, digest 3fa9c0", []),
+        ("2026-12-01", ["2026", "12", "01"]),
+        ("3x 'one', 384d, a .5 share", ["3", "384", ".5"]),
+        ("a-b 5-3 = 2.", ["5", "3", "2"]),
+    ],
+)
+def test_what_counts_as_a_number(text, numbers):
+    assert raws(text) == numbers
+
+
+def test_the_words_between_numbers_rebuild_the_text():
+    text = "tau 0.05: loss -1.23e-2 (x2, 95%), 1,797 digits."
+    words, numbers = split_numbers(text)
+    assert "".join(w + n.raw for w, n in zip(words, numbers)) + words[-1] == text
+
+
+def test_a_number_knows_its_last_digit():
+    units = {n.raw: n.unit for n in split_numbers("2.45 1.5e-3 1,797 0.100")[1]}
+    assert units == {"2.45": Decimal("0.01"), "1.5e-3": Decimal("0.0001"), "1,797": Decimal(1),
+                     "0.100": Decimal("0.001")}
+
+
+ATOL = Tolerance(atol=Decimal("0.01"))
+
+
+def test_a_number_inside_its_tolerance_passes():
+    assert compare_text("spread 0.02\n", "spread 0.03\n", ATOL) == []      # exactly 0.01: decimals, not floats
+    assert compare_text("loss 1.0\n", "loss 1.1\n", Tolerance(atol=Decimal("0.1"))) == []  # 1.1 - 1.0 > 0.1 in floats
+    assert compare_text("0.1 and 0.2", "0.1 and 0.2", ATOL) == []
+
+
+def test_a_number_outside_its_tolerance_fails_naming_both_numbers_and_the_tolerance():
+    problems = compare_text("tau  loss\n0.05 2.45\n", "tau  loss\n0.05 2.47\n", ATOL)
+    assert len(problems) == 1
+    assert "line 2" in problems[0] and "'0.05 2.45'" in problems[0]
+    assert "stored 2.45, new 2.47" in problems[0] and "off by 0.02" in problems[0] and "atol 0.01" in problems[0]
+
+
+def test_relative_and_absolute_tolerances_add_as_in_numpy_isclose():
+    both = Tolerance(atol=Decimal("0.01"), rtol=Decimal("0.01"))     # allows 0.01 + 0.01 * 10 = 0.11 at 10
+    assert compare_text("10.00", "10.11", both) == []
+    assert compare_text("10.00", "10.12", both) != []
+    relative = Tolerance(rtol=Decimal("0.2"))
+    assert compare_text("1e-3", "1.2e-3", relative) == []
+    assert compare_text("1e-3", "1.3e-3", relative) != []
+    assert compare_text("0.0", "0.1", relative) != []                 # nothing relative to zero
+
+
+def test_a_sign_change_is_a_move_and_minus_zero_is_zero():
+    assert compare_text("gap 0.01", "gap -0.01", ATOL) != []          # moved by 0.02
+    assert compare_text("gap 0.00", "gap -0.00", ATOL) == []
+
+
+@pytest.mark.parametrize(
+    "stored, new",
+    [
+        ("loss 0.42", "gain 0.42"),              # a word
+        ("loss 0.42", "loss: 0.42"),             # punctuation
+        ("loss  0.42", "loss 0.42"),             # spacing
+        ("model x2", "model x3"),                # digits glued to a word are words
+        ("torch 2.13.0", "torch 2.13.1"),        # so are versions
+        ("seen in Qwen3", "seen in Qwen4"),
+    ],
+)
+def test_changed_words_fail_whatever_the_tolerance(stored, new):
+    problems = compare_text(stored, new, Tolerance(atol=Decimal(1000), integers=True))
+    assert problems and "words changed" in problems[0]
+
+
+@pytest.mark.parametrize("stored, new", [("0.1 0.2", "0.1"), ("0.1", "0.1 0.2"), ("[0.1, 0.2]", "[0.1, 0.2, 0.3]")])
+def test_a_missing_or_an_extra_number_fails(stored, new):
+    problems = compare_text(stored, new, Tolerance(atol=Decimal(1000)))
+    assert problems and "count of numbers changed" in problems[0]
+
+
+def test_integers_are_exact_unless_declared():
+    assert compare_text("400 steps: 0.42", "401 steps: 0.42", Tolerance(atol=Decimal(5))) != []
+    assert compare_text("400 steps: 0.42", "401 steps: 0.42", Tolerance(atol=Decimal(5), integers=True)) == []
+    counts = Tolerance(rtol=Decimal("0.02"), integers=True)
+    assert compare_text("1,797 digits, 95%", "1,800 digits, 96%", counts) == []
+    assert compare_text("1,797 digits, 95%", "1,900 digits, 96%", counts) != []
+
+
+@pytest.mark.parametrize(
+    "metadata, expected",
+    [
+        ({}, None),
+        ({"nbval": {"atol": 0.03}}, Tolerance(atol=Decimal("0.03"))),
+        ({"nbval": {"rtol": 0.002, "integers": True}}, Tolerance(rtol=Decimal("0.002"), integers=True)),
+        ({"nbval": {"atol": 1, "rtol": 0.1}}, Tolerance(atol=Decimal(1), rtol=Decimal("0.1"))),
+    ],
+)
+def test_a_declaration_is_read_from_the_cell_metadata(metadata, expected):
+    assert declaration({"metadata": metadata}) == expected
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [{"tol": 0.1}, {"atol": -0.1}, {"atol": "0.1"}, {"atol": True}, {"atol": 0}, {}, 0.1,
+     {"atol": 0.1, "integers": "yes"}, {"atol": math.inf}],
+)
+def test_a_malformed_declaration_is_an_error(declared):
+    with pytest.raises(DeclarationError):
+        declaration({"metadata": {"nbval": declared}})
+
+
+# ---- the wrapper around nbval's comparison, on a stand-in cell -------------------------------------
+
+# What nbval's IPyNbFile leaves out of the comparison (nbval 0.11).
+SKIP = ("metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
+        "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg")
+
+
+def stand_in(metadata: dict, sanitize=lambda s: s) -> SimpleNamespace:
+    """What the wrapper uses of nbval's IPyNbCell."""
+    item = SimpleNamespace(
+        cell=nbformat.from_dict({"id": "c007", "metadata": metadata}), cell_num=7,
+        parent=SimpleNamespace(skip_compare=SKIP),
+        sanitize=sanitize, fspath=ROOT / "notebooks" / "03_lesson.ipynb", config=SimpleNamespace(rootdir=ROOT),
+    )
+    item.format_output_compare = lambda key, left, right: item.comparison_traceback.append(f"mismatch {key}")
+    return item
+
+
+def stdout(text: str):
+    return nbformat.from_dict({"output_type": "stream", "name": "stdout", "text": text})
+
+
+def test_a_declared_cell_passes_inside_and_fails_outside_with_the_notebook_and_cell_named():
+    item = stand_in({"nbval": {"atol": 0.01}})
+    assert tol.compare_outputs(item, [stdout("spread 0.03\n")], [stdout("spread 0.02\n")]) is True
+    assert tol.compare_outputs(item, [stdout("spread 0.05\n")], [stdout("spread 0.02\n")]) is False
+    message = "\n".join(item.comparison_traceback)
+    assert "notebooks/03_lesson.ipynb, cell 7 (id c007)" in message
+    assert "stored 0.02, new 0.05" in message and "atol 0.01" in message
+
+
+def test_a_declared_cell_compares_after_the_sanitize_patterns():
+    item = stand_in({"nbval": {"atol": 0.01}}, sanitize=lambda s: s.replace("2.5 s", "TIME"))
+    assert tol.compare_outputs(item, [stdout("took 2.5 s\n")], [stdout("took TIME\n")]) is True
+
+
+def test_a_cell_without_declaration_goes_to_nbval_unchanged(monkeypatch):
+    calls = []
+    monkeypatch.setattr(tol, "_nbval_compare", lambda self, test, ref, skip=None: calls.append((test, ref)) or False)
+    item = stand_in({})
+    assert tol.compare_outputs(item, [stdout("0.03\n")], [stdout("0.02\n")]) is False
+    assert len(calls) == 1
+
+
+def test_a_declared_cell_with_outputs_missing_goes_to_nbval(monkeypatch):
+    calls = []
+    monkeypatch.setattr(tol, "_nbval_compare", lambda self, test, ref, skip=None: calls.append(1) or False)
+    assert tol.compare_outputs(stand_in({"nbval": {"atol": 1}}), [], [stdout("0.02\n")]) is False
+    assert calls == [1]
+
+
+def test_a_malformed_declaration_fails_the_cell_by_name():
+    with pytest.raises(DeclarationError, match=r"03_lesson.ipynb, cell 7 \(id c007\).*unknown keys"):
+        tol.compare_outputs(stand_in({"nbval": {"tolerance": 0.1}}), [stdout("1\n")], [stdout("1\n")])
+
+
+def test_the_project_settings_load_the_plugin_into_this_run():
+    from nbval.plugin import IPyNbCell
+
+    assert IPyNbCell.compare_outputs is tol.compare_outputs
+
+
+# ---- end to end: pytest --nbval on a notebook, in a subprocess, from the repository root -----------
+
+VALUE = "sum(1 / k**2 for k in range(1, 60))"
+
+
+def cell(value_shift: float | None, declared: dict | None) -> nbformat.NotebookNode:
+    """A cell printing VALUE; its stored output is VALUE shifted by value_shift."""
+    value = eval(VALUE)
+    node = new_code_cell(f"x = {VALUE}\nprint(f'loss {{x:.3f}} after 400 steps')", execution_count=1)
+    node.outputs = [new_output("stream", name="stdout", text=f"loss {value + value_shift:.3f} after 400 steps\n")]
+    if declared:
+        node.metadata["nbval"] = declared
+    return node
+
+
+def test_plain_pytest_nbval_compares_within_the_declared_tolerance(tmp_path):
+    nb = new_notebook(cells=[
+        cell(0.004, {"atol": 0.01}),   # Cell 0: stored 0.004 off, tolerance 0.01: passes
+        cell(0.5, {"atol": 0.01}),     # Cell 1: stored 0.5 off: fails
+        cell(0.0, None),               # Cell 2: no declaration, same text: passes
+        cell(0.001, None),             # Cell 3: no declaration, one digit off: fails (exact)
+    ])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, str(path))
+    junit = tmp_path / "junit.xml"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-c", str(ROOT / "pyproject.toml"),
+         "--nbval", f"--junitxml={junit}", str(path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert junit.exists(), run.stdout + run.stderr
+    outcome = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        failure = case.find("failure")
+        outcome[case.get("name")] = failure.get("message", "") + (failure.text or "") if failure is not None else "passed"
+    assert outcome["Cell 0"] == "passed", outcome["Cell 0"]
+    assert outcome["Cell 2"] == "passed", outcome["Cell 2"]
+    assert outcome["Cell 3"] != "passed"
+    value = eval(VALUE)
+    message = outcome["Cell 1"]
+    assert "tiny.ipynb, cell 1" in message
+    assert f"stored {value + 0.5:.3f}, new {value:.3f}" in message and "atol 0.01" in message
+    assert run.returncode == 1
