@@ -73,7 +73,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (course)" >/dev/null
 	# Compile what every check imports once, here (on both cores), rather than in five jobs at once.
 	$(PY) -c "import sklearn, matplotlib.pyplot, ipykernel.kernelapp, ipywidgets, nbval" & \
-	$(PY) -c "import torch, transformers, sentence_transformers, labs.pooling"; rc=$$?; \
+	$(PY) -c "import torch, transformers, sentence_transformers, labs.lessons.pooling"; rc=$$?; \
 	wait $$! && exit $$rc
 	touch $@
 

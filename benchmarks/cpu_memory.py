@@ -3,7 +3,7 @@
 Each batch size runs in its own fresh process. The child loads the model, runs one warm-up
 encode, resets its resident high-water mark and records its resident memory, then runs ONE
 training step (MultipleNegativesRankingLoss, AdamW, clipping) and reads the peak since the
-reset (`labs.plumbing.peak_rss_mib`: Linux ``VmHWM``; elsewhere the lifetime peak, said in
+reset (`labs.retrieval.device.peak_rss_mib`: Linux ``VmHWM``; elsewhere the lifetime peak, said in
 ``method``). ``step_extra_mib`` = peak - memory before the step: activations, gradients and
 the two AdamW moments, which appear on the first step.
 
@@ -20,20 +20,22 @@ import json
 import subprocess
 import sys
 
-from labs import plumbing
+from labs.retrieval import files as plumbing
 
 
 def child(model_name: str, batch_size: int) -> dict:
     import torch
 
-    from labs.encoder import adamw, default_instruction, load_encoder, make_loss, train_step
-    from labs.helpdesk import make_helpdesk
-    from labs.index import format_query
+    from labs.retrieval.instruction import instruction_of
+    from labs.retrieval.models import load_encoder
+    from labs.retrieval.loss import adamw, make_loss, train_step
+    from labs.retrieval.helpdesk import make_helpdesk
+    from labs.retrieval.instruction import format_query
 
     torch.manual_seed(0)
     torch.set_num_threads(2)
     model, _, _ = load_encoder(model_name)
-    instruction = default_instruction(model)
+    instruction = instruction_of(model)
     data = make_helpdesk()
     text_of = {d["doc_id"]: d["text"] for d in data.corpus}
     rows = [(format_query(q["text"], instruction), text_of[q["relevant_doc_ids"][0]]) for q in data.queries]

@@ -1,9 +1,9 @@
 """`make gpu-check`: the GPU path end to end on one CUDA GPU, no network, no hub, under 5 minutes.
 
-1. A tiny random Qwen3 twin (`labs.qwen3.write_tiny_qwen3`) stored in bf16, as the
+1. A tiny random Qwen3 twin (`labs.retrieval.qwen3.write_tiny_qwen3`) stored in bf16, as the
    published checkpoint is, and the help-desk fixture (``python -m labs make-data``).
 2. The command line on CUDA: ``train`` twice with the same seed (mixed precision chosen
-   by `labs.gpu.training_precision`, deterministic kernels), then ``search`` and
+   by `labs.retrieval.device.training_precision`, deterministic kernels), then ``search`` and
    ``evaluate``; the two runs must agree to the last digit, the weights must have been
    trained in float32. Then ``train`` once more with ``--precision fp16
    --gradient-checkpointing`` (the T4 path: fp16 autocast with a gradient scaler).
@@ -112,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
               "Run it on a machine with an NVIDIA GPU; the CPU checks are in `make test`.", file=sys.stderr)
         return 2
 
-    from labs.gpu import describe_device
-    from labs.qwen3 import write_tiny_qwen3
+    from labs.retrieval.device import describe_device
+    from labs.retrieval.qwen3 import write_tiny_qwen3
 
     tmp_dir = tempfile.TemporaryDirectory(prefix="gpu-check-")
     tmp = Path(tmp_dir.name)

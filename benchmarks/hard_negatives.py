@@ -15,7 +15,9 @@ import argparse
 import sys
 import time
 
-from labs.hard_negatives import look_alike_accuracy, seed_sweep, train_bi_encoder
+from labs.lessons.hard_negatives import (
+    look_alike_accuracy, seed_sweep, train_bi_encoder,
+)
 
 CHECKPOINTS = range(0, 401, 10)
 

@@ -1,24 +1,24 @@
 """Benchmark: training steps of the full-size Qwen3-Embedding-0.6B architecture, random weights, on the lesson's path.
 
 What runs is what ``python -m labs train`` runs for Qwen3, at full size: the architecture
-from its config (`labs.qwen3.qwen3_config("0.6b")`: 28 layers, hidden 1024, 595,776,512
+from its config (`labs.retrieval.qwen3.qwen3_config("0.6b")`: 28 layers, hidden 1024, 595,776,512
 parameters) with random float32 weights built directly on the device
-(`labs.qwen3.build_random_qwen3`; speed and memory do not depend on the weights' values,
+(`labs.retrieval.qwen3.build_random_qwen3`; speed and memory do not depend on the weights' values,
 nothing is downloaded or written), assembled like the real model (left-padded Transformer,
 last-token Pooling, Normalize; the pooling contract checked). Seeds and deterministic
-kernels from `labs.gpu.set_determinism`, as in training. Each step tokenises a fresh batch
+kernels from `labs.retrieval.device.set_determinism`, as in training. Each step tokenises a fresh batch
 through the model's own tokenizer: --batch-size questions with the Qwen3 instruction
 and as many articles of varied length (about half truncated at --max-length), so rows
 are left-padded to the longest and masks are not all ones.
 sentence-transformers' MultipleNegativesRankingLoss at scale 20, float32 master weights
-with autocast at `labs.gpu.training_precision` (bf16 on cards with native bf16, fp16 and a
+with autocast at `labs.retrieval.device.training_precision` (bf16 on cards with native bf16, fp16 and a
 gradient scaler on older ones, none on the CPU), gradient norm clipped at 1, AdamW (fused
 kernels on CUDA).
 
 Prints one JSON line: median step time, tokens per second (real and padded), peak memory
 (CUDA: peak allocated and reserved; CPU: the resident high-water mark during the steps,
 reported as the float32 weights plus the growth over the resident size before them) beside the
-estimate of `labs.qwen3.training_memory` (16 bytes per parameter + activations), model FLOP
+estimate of `labs.retrieval.qwen3.training_memory` (16 bytes per parameter + activations), model FLOP
 utilisation on CUDA ((6 x non-embedding parameters + attention) x real tokens / time / the
 card's dense peak), and checks verified at real size (shapes, pooling, dtypes, the update).
 
@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 
 import numpy as np
 import torch
 
-from labs.plumbing import offline, reset_peak, status_kib
+from labs.retrieval.device import reset_peak, status_kib
+from labs.retrieval.models import offline
 
 # Dense tensor-core peaks without sparsity (TFLOP/s) from the vendors' data sheets; first match wins.
 PEAK_TFLOPS = {
@@ -67,7 +67,7 @@ def make_batch(rng: np.random.Generator, batch_size: int, instruction: str, max_
     Questions: 3 to max_length/3 words after the instruction (about 20 tokens); articles:
     max_length/4 to 2 x max_length words, so about half are truncated and the rest padded.
     """
-    from labs.index import format_query
+    from labs.retrieval.instruction import format_query
 
     def text(low: int, high: int) -> str:
         return " ".join(rng.choice(WORDS, size=int(rng.integers(low, high + 1))))
@@ -97,22 +97,31 @@ def main(argv: list[str] | None = None) -> dict:
     if args.warmup < 0:
         raise SystemExit(f"--warmup must be >= 0, got {args.warmup}")
 
-    from labs.gpu import assert_float32_master, autocast_dtype, describe_device, set_determinism, training_precision
+    from labs.retrieval.device import (
+        assert_float32_master, autocast_dtype, describe_device,
+        set_determinism, training_precision,
+    )
 
-    rss_start = status_kib("VmRSS")
-    set_determinism(0, deterministic=not args.no_deterministic)  # before CUDA starts
+    from labs.retrieval import validate
+
     device = args.device
     try:
-        precision = training_precision(device)
+        validate.device("--device", device)
     except ValueError as err:
         raise SystemExit(f"{err}; for the CPU form use --device cpu") from None
+    rss_start = status_kib("VmRSS")
+    set_determinism(0, deterministic=not args.no_deterministic)  # before CUDA starts
+    precision = training_precision(device)
     cuda = device.startswith("cuda")
 
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-    from labs.encoder import train_step_features
-    from labs.finetune import DEFAULT_TASK
-    from labs.qwen3 import build_random_qwen3, count_parameters, flops_per_token, training_memory
+    from labs.retrieval.loss import train_step_features
+    from labs.retrieval.instruction import DEFAULT_TASK
+    from labs.retrieval.qwen3 import (
+        build_random_qwen3, count_parameters, flops_per_token,
+        training_memory,
+    )
 
     t0 = time.perf_counter()
     model = build_random_qwen3(args.size, device=device, max_length=args.max_length, attn=args.attn)

@@ -9,7 +9,7 @@ Prints (and optionally writes) three parts, all from this run:
 2. Gradient accumulation (4 x 16) vs a true batch of 64 on the same 64 pairs.
 3. Time and peak resident memory of one training step (loss, backward, clip,
    AdamW) per loss and batch, each configuration in a fresh process
-   (`labs.scaling.measure_step`), and the ratios the book page quotes.
+   (`labs.retrieval.scaling.measure_step`), and the ratios the book page quotes.
 
 Timings on a shared machine vary from run to run; compare ratios within one run.
 """
@@ -25,8 +25,12 @@ from pathlib import Path
 
 import torch
 
-from labs.plumbing import offline
-from labs.scaling import LOSSES, accumulation_vs_true_batch, compare_cached, measure_step_isolated, scale_pairs
+from labs.retrieval.models import offline
+from labs.lessons.accumulation import accumulation_vs_true_batch
+from labs.retrieval.scaling import (
+    compare_cached, measure_step_isolated, scale_pairs,
+)
+from labs.retrieval.loss import LOSSES
 
 
 def machine() -> list[str]:
@@ -127,14 +131,14 @@ def main(argv: list[str] | None = None) -> str:
         p.error("batches must be 2..576 (at least two of them), steps and mini-batch size >= 1")
     offline()
     torch.set_num_threads(a.threads)
-    from labs.pooling import load_minilm
+    from labs.retrieval.models import load_minilm
 
     model = load_minilm()
     model.max_seq_length = 128
     params = sum(p.numel() for p in model.parameters())
     header = ["Scaling benchmark: plain vs cached MNRL, all-MiniLM-L6-v2, CPU",
               f"date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC", *machine(),
-              "data: labs.scaling.scale_pairs (help-desk style, every document",
+              "data: labs.retrieval.scaling.scale_pairs (help-desk style, every document",
               "  distinct), max length 128, scale 20",
               f"model: {params / 1e6:.1f} M parameters = {params * 4 / 2**20:.0f} MiB in float32 "
               "(gradients as much",

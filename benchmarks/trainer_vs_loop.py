@@ -3,8 +3,8 @@
 Both run MultipleNegativesRankingLoss (scale 20) on the help-desk pairs (one query per
 distinct article, batches of --batch-size with no duplicate positives), AdamW (lr 2e-5,
 weight decay 0.01 with biases and norms spared on both sides, no scheduler, no warm-up),
-gradient norm clipped at 1, on the CPU. The loop is the by-hand step, `labs.encoder.train_step`;
-the trainer is what `labs.finetune.train` runs.
+gradient norm clipped at 1, on the CPU. The loop is the by-hand step, `labs.retrieval.loss.train_step`;
+the trainer is what `labs.retrieval.training.train` runs.
 The trainer receives the same rows and draws its own batch order (its no-duplicates
 sampler cannot refill batches from rows that repeat across epochs); every step has the
 same size and the same cost. Steps per second are timed from the end of the first step to the end of the last one,
@@ -25,15 +25,17 @@ import time
 import numpy as np
 import torch
 
-from labs.encoder import adamw, default_instruction, load_encoder, make_loss, train_step
-from labs.plumbing import offline
+from labs.retrieval.instruction import instruction_of
+from labs.retrieval.models import load_encoder
+from labs.retrieval.loss import adamw, make_loss, train_step
+from labs.retrieval.models import offline
 
 
 def pairs_for(batch_size: int, steps: int, instruction: str) -> list[tuple[str, str]]:
     """Rows for ``steps`` full batches, each batch with distinct positives, in a fixed order."""
-    from labs.finetune import epoch_batches
-    from labs.helpdesk import make_helpdesk
-    from labs.index import format_query
+    from labs.retrieval.batches import epoch_batches
+    from labs.retrieval.helpdesk import make_helpdesk
+    from labs.retrieval.instruction import format_query
 
     rng, rows = np.random.default_rng(0), []
     pairs = make_helpdesk().train_pairs
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--steps must be >= 2")
     offline()
     torch.set_num_threads(args.threads)
-    instruction = default_instruction(load_encoder(args.model)[0])
+    instruction = instruction_of(load_encoder(args.model)[0])
     rows = pairs_for(args.batch_size, args.steps, instruction)
     trainer, trainer_decay = run_trainer(args.model, rows, args.batch_size, args.lr, seed=0)
     loop, loop_decay = run_loop(args.model, rows, args.batch_size, args.lr, seed=0)

@@ -1,8 +1,11 @@
-"""``python -m labs``: the command line, which lives in `labs.cli`."""
+"""``python -m labs``: the command line, which lives in `labs.retrieval.cli`."""
 
 import sys
 
-from labs.cli import main
-
 if __name__ == "__main__":
+    try:
+        from labs.retrieval.cli import main
+    except KeyboardInterrupt:  # Ctrl-C while Python is still importing: one line, as everywhere else
+        print("interrupted by SIGINT; nothing was changed", file=sys.stderr)
+        sys.exit(130)
     sys.exit(main())

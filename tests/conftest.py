@@ -1,8 +1,8 @@
 """Session fixtures shared by the test files: the models and data are built once per test run.
 
 - ``minilm``: the packaged all-MiniLM-L6-v2, loaded once (read-only: do not train it in place).
-- ``tiny_qwen``: a random 2-layer Qwen3 with the real Qwen tokenizer (`labs.qwen3.write_tiny_qwen3`).
-- ``tiny_bert``: a random 2-layer BERT with MiniLM's tokenizer (`labs.scaling.write_tiny_bert`).
+- ``tiny_qwen``: a random 2-layer Qwen3 with the real Qwen tokenizer (`labs.retrieval.qwen3.write_tiny_qwen3`).
+- ``tiny_bert``: a random 2-layer BERT with MiniLM's tokenizer (`labs.retrieval.scaling.write_tiny_bert`).
 - ``data_dir``: the help-desk fixture written as the three JSONL files.
 - ``run_dir``: one training run of the tiny Qwen3 through the command line (2 epochs, hard
   negatives), searched and evaluated on test once; ``texts_seen`` holds every text it tokenised.
@@ -16,35 +16,36 @@ from pathlib import Path
 
 import pytest
 
-from labs.plumbing import offline
+from labs.retrieval.models import offline
 
 offline()
 
 
 @pytest.fixture(scope="session")
 def minilm():
-    from labs.pooling import load_minilm
+    from labs.retrieval.models import load_minilm
 
     return load_minilm()
 
 
 @pytest.fixture(scope="session")
 def tiny_qwen(tmp_path_factory) -> Path:
-    from labs.qwen3 import write_tiny_qwen3
+    from labs.retrieval.qwen3 import write_tiny_qwen3
 
     return write_tiny_qwen3(tmp_path_factory.mktemp("qwen") / "tiny", seed=0)
 
 
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
-    from labs.scaling import write_tiny_bert
+    from labs.retrieval.scaling import write_tiny_bert
 
     return write_tiny_bert(tmp_path_factory.mktemp("bert") / "tiny", seed=0)
 
 
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory) -> Path:
-    from labs.helpdesk import make_helpdesk, write_dataset
+    from labs.retrieval.data import write_dataset
+    from labs.retrieval.helpdesk import make_helpdesk
 
     return write_dataset(make_helpdesk(), tmp_path_factory.mktemp("data") / "helpdesk")
 
@@ -60,7 +61,7 @@ def run_dir(tiny_qwen, data_dir, tmp_path_factory, texts_seen) -> Path:
     search and the one test evaluation."""
     from sentence_transformers import SentenceTransformer
 
-    from labs.cli import main
+    from labs.retrieval.cli import main
 
     original = SentenceTransformer.preprocess
 

@@ -119,3 +119,14 @@ def test_the_repository_url_is_one_setting():
         first_code = next(c for c in nb["cells"] if c["cell_type"] == "code")
         source = "".join(first_code["source"])
         assert f"git+{url}" in source, f"{path.name}: the Colab install cell does not use {url}"
+
+
+def test_every_package_folder_is_installed_and_the_results_ship_with_it():
+    """The wheel's package list names every folder of labs/, and the experiment's results file
+    ships as package data (the lessons read it wherever the course is installed)."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "labs").rglob("__init__.py")}
+    assert set(setuptools["packages"]) == folders | {"labs.classroom.experiment"}
+    assert setuptools["package-dir"] == {"labs.classroom.experiment": "benchmarks/results"}
+    for name in setuptools["package-data"]["labs.classroom.experiment"]:
+        assert (ROOT / "benchmarks" / "results" / name).is_file()

@@ -1,0 +1,72 @@
+"""One call at the top of every lesson: ``glue = setup()``.
+
+It does what every lesson's first cell needs, the same way everywhere, before any model,
+figure or CUDA call:
+
+- quiet outputs: no progress bars (``TQDM_DISABLE``), no "loading weights" bars or warnings
+  from transformers and sentence-transformers; the Hugging Face hub stays off (the course's
+  model ships in a pip package);
+- one seed for every random source (`labs.retrieval.device.set_determinism`: Python, NumPy,
+  torch on the CPU and every GPU), deterministic kernels, and on a GPU the settings that
+  determinism and precision need before CUDA starts (a fixed cuBLAS workspace, TF32 off so a
+  GPU computes float32 as a CPU does);
+- ``threads`` torch threads;
+- figures: inline, sharp ("retina"), 11 pt text at 100 dpi; SVG slider figures keep their
+  text as text, with a stable id salt;
+- NumPy prints ``precision`` decimals;
+- returns ``glue``: myst-nb's (it hands numbers to the book's pages) or, where the book tools
+  are not installed (Colab), a stand-in that does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+
+__all__ = ["setup"]
+
+
+def _no_glue(name: str, value: object, display: bool = True) -> None:
+    """Stand-in for myst_nb.glue where the book tools are not installed: the number is not needed."""
+
+
+def setup(seed: int = 0, *, threads: int = 2, deterministic: bool = True, precision: int = 3,
+          svg_salt: str | None = None) -> Callable[..., None]:
+    """Prepare a lesson's kernel (see the module docstring) and return ``glue``."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        os.environ.setdefault(name, "1")
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import torch
+    import transformers
+
+    from labs.retrieval.device import set_determinism
+
+    set_determinism(seed, deterministic=deterministic)  # before any CUDA work: it sets the cuBLAS workspace
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_num_threads(threads)
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
+    np.set_printoptions(precision=precision, suppress=True)
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:
+        shell = None
+    if shell is not None:
+        shell.run_line_magic("matplotlib", "inline")
+        shell.run_line_magic("config", 'InlineBackend.figure_formats = ["retina"]')
+    plt.rcParams.update({"font.size": 11, "figure.dpi": 100, "svg.fonttype": "none",
+                         "svg.hashsalt": svg_salt or f"labs-{seed}"})
+    try:
+        from myst_nb import glue
+    except ImportError:
+        return _no_glue
+    return glue

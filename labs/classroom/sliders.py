@@ -1,0 +1,247 @@
+"""Sliders that work in the static HTML book as well as in a live notebook.
+
+A kernel computes; a static page cannot. `live_slider` runs the notebook's own
+function for every slider position when the cell runs (at `make outputs`),
+stores each result in an ipywidgets `Output` (text as text, figures as compact
+SVG or PNG), puts them in a `Stack`, and links the stack's `selected_index` to
+the slider with `jsdlink`. The HTML widget manager runs that link in the
+browser, so the book's slider swaps in the stored result for each position with
+no kernel. In Jupyter or Colab the same widget is live: a position with nothing
+stored is computed by the kernel when the reader moves to it.
+
+Usage: one call, the last line of the cell, with `# NBVAL_IGNORE_OUTPUT` as the
+cell's first line (nbval has no widget manager; the stored outputs are checked
+by tests/classroom/test_sliders.py, which proves each equals what `fn` prints).
+
+Before (live only; a dead control in the book)::
+
+    tau_w = widgets.FloatLogSlider(value=0.2, base=10, min=-2.5, max=0.3, step=0.02, description="tau")
+    gap_w = widgets.FloatSlider(value=0.15, min=0.0, max=0.6, step=0.01, description="cosine gap")
+    out = widgets.interactive_output(show_share, {"tau": tau_w, "gap": gap_w})
+    display(widgets.VBox([tau_w, gap_w, out]))
+
+After (a slider of 25 taus times a dropdown of 4 gaps: 100 stored outputs)::
+
+    # NBVAL_IGNORE_OUTPUT
+    from labs.classroom.sliders import live_slider
+
+    taus = np.round(np.geomspace(0.005, 2.0, 25), 4)
+    live_slider(show_share, taus, description="tau", value=0.2, fmt="{:.3f}",
+                choices=[0.0, 0.15, 0.3, 0.5], choice_description="cosine gap", choice_value=0.15)
+
+- `fn(value)` (or `fn(value, choice)` with `choices`) prints text and/or draws
+  matplotlib figures (`plt.show()` is fine). Text and figures are stored in the
+  order they appear. It must not call `display()`.
+- `values`: the slider positions, a short sequence (tens). `fmt` formats the
+  readout ("{:.3f}" or a function); `(label, value)` pairs are taken as given.
+- `choices` (optional): a second control, a dropdown (or `toggle=True` for
+  buttons), making a grid of len(values) x len(choices) stored outputs. Keep
+  grids small: at most `MAX_STORED` stored outputs.
+- `stored` (optional): which slider values to precompute (a collection or a
+  predicate); the others are live-only and say so in place in the book.
+- `image`: "svg" (default; text stays text) or "png" (for dense images).
+
+The browser check (``tests/book/``) reads the stored positions back out of the page's widget
+state and moves every slider to prove each one.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import math
+from collections.abc import Callable, Collection, Sequence
+
+import ipywidgets as widgets
+
+MAX_STORED = 150  # stored outputs per widget; tens are the aim (page weight: 3 MB per lesson page)
+BOX_CLASS = "labs-live-slider"
+STACK_CLASS = "labs-live-stack"
+LIVE_ONLY = "Not stored in the book"  # how a live-only position starts its message
+
+
+def _pairs(items: Sequence, fmt: str | Callable | None) -> list[tuple[str, object]]:
+    """(label, value) for each item; items already given as (str, value) pairs are kept."""
+    items = list(items)
+    if not items:
+        raise ValueError("live_slider: `values` (and `choices`, if given) must not be empty")
+    out = []
+    for item in items:
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+            out.append(item)
+        elif fmt is None:
+            out.append((str(item), item))
+        elif callable(fmt):
+            out.append((fmt(item), item))
+        else:
+            out.append((fmt.format(item), item))
+    labels = [label for label, _ in out]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"live_slider: two positions share a label ({labels}); give `fmt` more digits")
+    return out
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+def _index(pairs: list[tuple[str, object]], value: object, name: str) -> int:
+    if value is None:
+        return 0
+    for i, (_, v) in enumerate(pairs):
+        if _same(v, value):
+            return i
+    raise ValueError(f"live_slider: {name}={value!r} is not one of the positions {[v for _, v in pairs]}")
+
+
+def _figure_output(fig, image: str) -> dict:
+    """One matplotlib figure as a compact display_data output (SVG with text as text, or PNG)."""
+    buf = io.BytesIO()
+    if image == "svg":
+        import matplotlib
+
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "labs"}):
+            fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+        data = {"image/svg+xml": buf.getvalue().decode()}
+    else:
+        fig.savefig(buf, format="png", bbox_inches="tight", dpi=110, metadata={"Software": None})
+        data = {"image/png": base64.b64encode(buf.getvalue()).decode("ascii")}
+    title = fig.axes[0].get_title() if fig.axes else ""
+    data["text/plain"] = f"<Figure: {title}>" if title else "<Figure>"
+    return {"output_type": "display_data", "data": data, "metadata": {}}
+
+
+def capture(fn: Callable, args: tuple, image: str = "svg") -> list[dict]:
+    """Run fn(*args); return what it printed and drew as notebook outputs (stream and display_data).
+
+    Text and figures keep their order: each `plt.show()` (or the end of fn) flushes the
+    text printed so far, then the figures drawn so far. Figures are closed afterwards.
+    """
+    if image not in ("svg", "png"):
+        raise ValueError(f"live_slider: image={image!r}; use 'svg' or 'png'")
+    import matplotlib.pyplot as plt
+
+    outputs: list[dict] = []
+    text = io.StringIO()
+    before = set(plt.get_fignums())
+
+    def flush(*_args, **_kwargs) -> None:
+        if text.getvalue():
+            outputs.append({"output_type": "stream", "name": "stdout", "text": text.getvalue()})
+            text.seek(0)
+            text.truncate()
+        for num in [n for n in plt.get_fignums() if n not in before]:
+            fig = plt.figure(num)
+            outputs.append(_figure_output(fig, image))
+            plt.close(fig)
+
+    show = plt.show
+    plt.show = flush
+    try:
+        with contextlib.redirect_stdout(text):
+            fn(*args)
+        flush()
+    finally:
+        plt.show = show
+        for num in [n for n in plt.get_fignums() if n not in before]:
+            plt.close(num)
+    return outputs
+
+
+def _live_only(description: str, label: str) -> list[dict]:
+    msg = (f"{LIVE_ONLY} for {description} = {label}: this position is computed only in a running "
+           "notebook (Jupyter or Colab). Move the slider to a stored position, or run the notebook.\n")
+    return [{"output_type": "stream", "name": "stdout", "text": msg}]
+
+
+def live_slider(
+    fn: Callable[..., object],
+    values: Sequence,
+    *,
+    description: str = "value",
+    value: object = None,
+    fmt: str | Callable | None = None,
+    choices: Sequence | None = None,
+    choice_description: str = "",
+    choice_value: object = None,
+    choice_fmt: str | Callable | None = None,
+    toggle: bool = False,
+    stored: Collection | Callable[[object], bool] | None = None,
+    image: str = "svg",
+) -> widgets.VBox:
+    """A slider over `values` (and optionally a dropdown over `choices`) showing fn's output.
+
+    Every stored position is computed now and kept in the widget (see the module docstring);
+    returns the VBox to display (make it the cell's last expression).
+    """
+    if not callable(fn):
+        raise TypeError(f"live_slider: fn must be a function, got {type(fn).__name__}")
+    if image not in ("svg", "png"):
+        raise ValueError(f"live_slider: image={image!r}; use 'svg' or 'png'")
+    slider_pairs = _pairs(values, fmt)
+    choice_pairs = _pairs(choices, choice_fmt) if choices is not None else [("", None)]
+    start = _index(slider_pairs, value, "value")
+    choice_start = _index(choice_pairs, choice_value, "choice_value") if choices is not None else 0
+    if stored is None:
+        keep = [True] * len(slider_pairs)
+    elif callable(stored):
+        keep = [bool(stored(v)) for _, v in slider_pairs]
+    else:
+        keep = [any(_same(v, s) for s in stored) for _, v in slider_pairs]
+    n_stored = sum(keep) * len(choice_pairs)
+    if n_stored > MAX_STORED:
+        raise ValueError(f"live_slider: {n_stored} stored outputs (over {MAX_STORED}); use fewer values or "
+                         "choices, or pass stored= to keep some positions live-only")
+
+    def args(i: int, j: int) -> tuple:
+        return (slider_pairs[i][1],) if choices is None else (slider_pairs[i][1], choice_pairs[j][1])
+
+    def compute(i: int, j: int) -> list[dict]:
+        try:
+            return capture(fn, args(i, j), image)
+        except Exception as err:
+            where = f"{description}={slider_pairs[i][1]!r}" + (
+                f", {choice_description or 'choice'}={choice_pairs[j][1]!r}" if choices is not None else "")
+            raise RuntimeError(f"live_slider: {getattr(fn, '__name__', 'fn')} failed at {where}: {err}") from err
+
+    grid = [[widgets.Output() for _ in slider_pairs] for _ in choice_pairs]
+    for j, row in enumerate(grid):
+        for i, out in enumerate(row):
+            out.outputs = tuple(compute(i, j) if keep[i] else _live_only(description, slider_pairs[i][0]))
+
+    style = {"description_width": "initial"}
+    slider = widgets.SelectionSlider(
+        options=slider_pairs, index=start, description=description, style=style,
+        continuous_update=all(keep), layout=widgets.Layout(width="100%", max_width="34em"),
+    )
+    inner = [widgets.Stack(row, selected_index=start) for row in grid]
+    links = [widgets.jsdlink((slider, "index"), (stack, "selected_index")) for stack in inner]
+    controls: list[widgets.Widget] = [slider]
+    choice = None
+    if choices is None:
+        shown = inner[0]
+    else:
+        kind = widgets.ToggleButtons if toggle else widgets.Dropdown
+        choice = kind(options=choice_pairs, index=choice_start, description=choice_description, style=style)
+        shown = widgets.Stack(inner, selected_index=choice_start)
+        links.append(widgets.jsdlink((choice, "index"), (shown, "selected_index")))
+        controls.append(choice)
+    shown.add_class(STACK_CLASS)
+    box = widgets.VBox([*controls, shown])
+    box.add_class(BOX_CLASS)
+    box._live_links = links  # keep the link widgets referenced with the box
+
+    def refresh(_change=None) -> None:
+        """In a live kernel: compute a live-only position when the reader moves to it."""
+        i, j = slider.index, (choice.index if choice is not None else 0)
+        out = grid[j][i]
+        if not keep[i] and out.outputs and out.outputs[0].get("text", "").startswith(LIVE_ONLY):
+            out.outputs = tuple(compute(i, j))
+
+    slider.observe(refresh, "index")
+    if choice is not None:
+        choice.observe(refresh, "index")
+    return box

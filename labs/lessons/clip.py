@@ -1,0 +1,238 @@
+"""CLIP on a toy: two encoders trained into one shared space, gradients by hand.
+
+In plain words: every example has a hidden meaning z (its class prototype plus
+noise). An "image" shows z through one random mixing matrix, a "caption"
+through another of a different size, so the raw image and caption features
+live in unrelated spaces. Two linear encoders map each into 16 numbers, scaled
+to length 1, and the symmetric (CLIP) loss trains them together: each image
+must pick its own caption from the batch, and each caption its own image.
+Afterwards an image is labelled "zero-shot" by its nearest clean class caption;
+no classifier is ever trained on the labels.
+
+Shapes
+------
+===============  ==========  =====================================================
+name             shape       meaning
+===============  ==========  =====================================================
+images           (n, 32)     image features: z through the image mixing, plus noise
+captions         (n, 24)     caption features: z through the caption mixing, plus noise
+labels           (n,)        the class 0..4 behind each pair
+Wi               (32, 16)    the image encoder (linear)
+Wt               (24, 16)    the caption encoder (linear)
+I, T             (n, 16)     unit image and caption vectors; S = I T^T / tau
+class captions   (5, 24)     one clean caption per class: the prototype, mixed
+===============  ==========  =====================================================
+
+Relations: the loss value is `labs.lessons.infonce.clip_loss`; the gradients through
+the similarity table and through the unit-length scaling are
+`labs.lessons.hard_negatives.info_nce_grads` (``symmetric=True``) and
+`labs.lessons.hard_negatives.normalize_backward`, reused here, not copied. In PyTorch
+the same loss is ``0.5 * (cross_entropy(S, arange(n)) + cross_entropy(S.T,
+arange(n)))``, which the tests use to check the hand gradients. The real-image
+version (scikit-learn digits and a frozen sentence encoder) is `labs.lessons.clip_digits`.
+
+Lesson: ``notebooks/06_clip.ipynb``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from labs.lessons.hard_negatives import info_nce_grads, normalize_backward, normalize_rows
+from labs.lessons.infonce import clip_loss
+from labs.lessons.inputs import valid_tau
+
+__all__ = [
+    "N_CLASSES",
+    "ToyWorld",
+    "make_toy_world",
+    "sample_pairs",
+    "class_captions",
+    "embed",
+    "clip_loss_and_grads",
+    "zero_shot_predict",
+    "ClipToy",
+    "train_clip_toy",
+    "staircase_misses",
+    "steps_to_reach",
+]
+
+N_CLASSES, LATENT_DIM, IMAGE_DIM, CAPTION_DIM = 5, 8, 32, 24
+
+
+@dataclass(frozen=True)
+class ToyWorld:
+    """The hidden meanings and the two unrelated ways of seeing them."""
+
+    prototypes: np.ndarray  # (5, 8) one hidden meaning per class
+    image_mix: np.ndarray  # (8, 32) how an image shows z
+    caption_mix: np.ndarray  # (8, 24) how a caption tells z
+    meaning_noise: float = 0.5  # spread of z around its prototype
+    feature_noise: float = 0.3  # noise added to every image and caption feature
+
+
+def make_toy_world(rng: np.random.Generator) -> ToyWorld:
+    """Draw 5 class prototypes and the two random mixing matrices."""
+    return ToyWorld(
+        prototypes=rng.standard_normal((N_CLASSES, LATENT_DIM)),
+        image_mix=rng.standard_normal((LATENT_DIM, IMAGE_DIM)),
+        caption_mix=rng.standard_normal((LATENT_DIM, CAPTION_DIM)),
+    )
+
+
+def sample_pairs(world: ToyWorld, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """n (image, caption) pairs that share a hidden meaning: (n, 32), (n, 24), labels (n,)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    labels = rng.integers(N_CLASSES, size=n)
+    z = world.prototypes[labels] + world.meaning_noise * rng.standard_normal((n, LATENT_DIM))
+    images = z @ world.image_mix + world.feature_noise * rng.standard_normal((n, IMAGE_DIM))
+    captions = z @ world.caption_mix + world.feature_noise * rng.standard_normal((n, CAPTION_DIM))
+    return images, captions, labels
+
+
+def class_captions(world: ToyWorld) -> np.ndarray:
+    """One clean caption per class, (5, 24): the prototype seen through the caption mixing, no noise."""
+    return world.prototypes @ world.caption_mix
+
+
+def embed(X: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """Encode rows of X (n, k) with a linear encoder W (k, d) and scale them to length 1: (n, d)."""
+    X, W = np.asarray(X, dtype=np.float64), np.asarray(W, dtype=np.float64)
+    if X.ndim != 2 or W.ndim != 2 or X.shape[1] != W.shape[0]:
+        raise ValueError(f"X (n, k) and W (k, d) must fit, got shapes {X.shape} and {W.shape}")
+    return normalize_rows(X @ W)[0]
+
+
+def clip_loss_and_grads(
+    images: np.ndarray, captions: np.ndarray, Wi: np.ndarray, Wt: np.ndarray, tau: float
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Symmetric loss of a batch of pairs and its gradients with respect to Wi and Wt, by hand.
+
+    Forward: A = X W, unit rows U = A / |A|, S = I T^T / tau, loss = clip_loss.
+    Backward: the table's gradient gives dI, dT (`info_nce_grads`); the unit
+    scaling keeps only their sideways part (`normalize_backward`); then dW = X^T dA.
+    """
+    tau = valid_tau(tau)
+    X, Y = np.asarray(images, dtype=np.float64), np.asarray(captions, dtype=np.float64)
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0] or X.shape[0] < 2:
+        raise ValueError(
+            f"images (n, k) and captions (n, m) need the same number n >= 2 of rows, got {X.shape} and {Y.shape}"
+        )
+    if Wi.shape != (X.shape[1], Wt.shape[1]) or Wt.shape[0] != Y.shape[1]:
+        raise ValueError(f"Wi {Wi.shape} and Wt {Wt.shape} do not fit images {X.shape} and captions {Y.shape}")
+    I, image_norms = normalize_rows(X @ Wi)
+    T, caption_norms = normalize_rows(Y @ Wt)
+    loss = clip_loss(I @ T.T, tau)
+    dI, dT = info_nce_grads(I, T, tau, symmetric=True)
+    dWi = X.T @ normalize_backward(dI, I, image_norms)
+    dWt = Y.T @ normalize_backward(dT, T, caption_norms)
+    return loss, dWi, dWt
+
+
+def zero_shot_predict(image_vecs: np.ndarray, caption_vecs: np.ndarray) -> np.ndarray:
+    """Label each image by its most similar class caption: (n, d), (C, d) -> (n,)."""
+    if image_vecs.ndim != 2 or caption_vecs.ndim != 2 or image_vecs.shape[1] != caption_vecs.shape[1]:
+        raise ValueError(f"image_vecs (n, d) and caption_vecs (C, d) must share d, got "
+                         f"{image_vecs.shape} and {caption_vecs.shape}")
+    return np.argmax(image_vecs @ caption_vecs.T, axis=1)
+
+
+@dataclass
+class ClipToy:
+    """The trained encoders and what the lesson shows about them."""
+
+    Wi: np.ndarray  # (32, 16) image encoder
+    Wt: np.ndarray  # (24, 16) caption encoder
+    zero_shot_accuracy: float  # on the held-out test images
+    similarity: np.ndarray  # (n_show, 5) cosines of the first test images, sorted by class, with the 5 captions
+    labels: np.ndarray  # (n_show,) their true classes, sorted
+    losses: list[float] = field(default_factory=list, repr=False)  # the loss of every training step
+    accuracy_at: dict[int, float] = field(default_factory=dict)  # zero-shot accuracy after each checkpoint
+    world: ToyWorld | None = field(default=None, repr=False)
+
+
+def train_clip_toy(
+    *,
+    seed: int = 0,
+    steps: int = 300,
+    tau: float = 0.1,
+    lr: float = 0.5,
+    batch: int = 32,
+    dim: int = 16,
+    n_test: int = 500,
+    n_show: int = 40,
+    checkpoints: Sequence[int] = (),
+) -> ClipToy:
+    """Train the two linear encoders with the symmetric loss and plain gradient descent.
+
+    The world, the training batches and the held-out test set come from three
+    separate random streams of ``seed``, so the test set does not depend on
+    ``steps`` and ``steps=0`` measures the untrained encoders on the same images.
+    ``checkpoints`` (step counts <= steps) also records the zero-shot accuracy
+    reached after each of them, as one run, in ``accuracy_at``.
+    """
+    tau = valid_tau(tau)
+    for name, value, low in (("steps", steps, 0), ("batch", batch, 2), ("dim", dim, 1),
+                             ("n_test", n_test, 1), ("n_show", n_show, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if n_show > n_test:
+        raise ValueError(f"n_show={n_show} cannot exceed n_test={n_test}")
+    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    marks = set()
+    for c in checkpoints:
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= c <= steps:
+            raise ValueError(f"checkpoints must be step counts between 0 and steps={steps}, got {c!r}")
+        marks.add(int(c))
+    world_rng, batch_rng, test_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
+    world = make_toy_world(world_rng)
+    Wi = world_rng.normal(0.0, 1.0 / math.sqrt(dim), (IMAGE_DIM, dim))
+    Wt = world_rng.normal(0.0, 1.0 / math.sqrt(dim), (CAPTION_DIM, dim))
+    test_images, _, test_labels = sample_pairs(world, n_test, test_rng)
+    clean = class_captions(world)
+
+    def accuracy() -> float:
+        return float(np.mean(zero_shot_predict(embed(test_images, Wi), embed(clean, Wt)) == test_labels))
+
+    losses, accuracy_at = [], {}
+    for step in range(steps + 1):
+        if step in marks:
+            accuracy_at[step] = accuracy()
+        if step == steps:
+            break
+        images, captions, _ = sample_pairs(world, batch, batch_rng)
+        loss, dWi, dWt = clip_loss_and_grads(images, captions, Wi, Wt, tau)
+        Wi -= lr * dWi
+        Wt -= lr * dWt
+        losses.append(loss)
+
+    I, L = embed(test_images, Wi), embed(clean, Wt)
+    order = np.argsort(test_labels[:n_show], kind="stable")
+    return ClipToy(Wi=Wi, Wt=Wt, zero_shot_accuracy=accuracy(), similarity=(I[:n_show] @ L.T)[order],
+                   labels=test_labels[:n_show][order], losses=losses, accuracy_at=accuracy_at, world=world)
+
+
+def staircase_misses(similarity: np.ndarray, labels: np.ndarray) -> list[tuple[int, int, int]]:
+    """Rows whose brightest caption is another class's: (row, true class, predicted class) each."""
+    similarity, labels = np.asarray(similarity), np.asarray(labels)
+    if similarity.ndim != 2 or labels.shape != (similarity.shape[0],):
+        raise ValueError(f"similarity (n, C) and labels (n,) do not fit: {similarity.shape} and {labels.shape}")
+    predicted = similarity.argmax(axis=1)
+    return [(int(r), int(labels[r]), int(predicted[r])) for r in np.flatnonzero(predicted != labels)]
+
+
+def steps_to_reach(target: float, *, tau: float, seed: int = 0, max_steps: int = 300) -> int | None:
+    """The fewest training steps whose zero-shot accuracy is >= target (None if not within max_steps)."""
+    run = train_clip_toy(seed=seed, steps=max_steps, tau=tau, checkpoints=range(max_steps + 1))
+    return next((s for s in range(max_steps + 1) if run.accuracy_at[s] >= target), None)
+
+
+# ---------------------------------------------------------------------------
+# Exercise checks: they say whether an answer is right, never what it is.
+# ---------------------------------------------------------------------------

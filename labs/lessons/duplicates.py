@@ -1,0 +1,79 @@
+"""A right card twice (or more) in one batch, and a look-alike twin: what InfoNCE's gradient does.
+
+In plain terms: if a question's own card also sits in the batch as an *exact*
+copy (another question has the same answer text), the two columns always score
+the same, because they are the same vector. The loss counts the copy as a
+negative, but moving the question toward the card raises both scores together,
+and the net effect on that shared score is still a pull: its derivative is
+``(share_own + share_copies - 1) / tau``, which is negative until the copies
+hold the whole share. The row's own share can then never pass ``1 / n`` for
+``n`` identical columns, so the loss has a floor of ``ln n`` (``ln 2`` for one
+duplicate), where the pull vanishes. A *distinct* text that is also right (a
+look-alike twin) has a score of its own, and the loss pushes that score down
+with derivative ``share_twin / tau``: that is the real push away from a right
+answer.
+
+Shapes
+------
+=========  ==========  ==================================================
+name       shape       meaning
+=========  ==========  ==================================================
+scores     (M,)        one row of the similarity table: a question's cosine
+                       with each of the M cards
+own        int         the column holding the question's own card
+copies     ints        the columns that hold the very same card (own included)
+=========  ==========  ==================================================
+
+Relations: the row loss is one row of `labs.lessons.infonce.info_nce`; a loss that
+drops columns scoring above the positive plus a margin is
+`labs.lessons.infonce.info_nce_masked` (lesson 4). Lesson: ``notebooks/02_infonce.ipynb``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from labs.lessons.inputs import valid_tau
+
+__all__ = ["row_shares", "shared_score_gradient", "duplicate_floor"]
+
+
+def row_shares(scores: Sequence[float], tau: float) -> np.ndarray:
+    """Softmax shares of one row at temperature tau: (M,) -> (M,)."""
+    tau = valid_tau(tau)
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1 or s.size < 2:
+        raise ValueError(f"scores must be one row of at least 2 cosines, got shape {s.shape}")
+    z = s / tau
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def shared_score_gradient(scores: Sequence[float], copies: Sequence[int], tau: float) -> float:
+    """d(row loss)/d s for the one score s that every column in ``copies`` shares (the own card first).
+
+    The row loss is -ln(share of copies[0]); each copy's cell is the same s, so
+    the derivatives add: (share of copies[0] - 1)/tau + sum of the other copies'
+    shares / tau. Negative means raising s lowers the loss: a pull.
+    """
+    copies = list(copies)
+    s = np.asarray(scores, dtype=np.float64)
+    if not copies or len(set(copies)) != len(copies) or not all(0 <= c < s.size for c in copies):
+        raise ValueError(f"copies must be distinct column indices of the row (0..{s.size - 1}), got {copies}")
+    if np.ptp(s[copies]) > 0:
+        raise ValueError(f"exact copies score the same; columns {copies} hold {s[copies].tolist()}")
+    p = row_shares(s, tau)
+    return float((p[copies].sum() - 1.0) / tau)
+
+
+def duplicate_floor(n_copies: int) -> float:
+    """The lowest row loss when the right card fills ``n_copies`` identical columns: ln n."""
+    if isinstance(n_copies, bool) or not isinstance(n_copies, (int, np.integer)) or n_copies < 1:
+        raise ValueError(f"n_copies must be a whole number >= 1, got {n_copies!r}")
+    return math.log(n_copies)
+
+
+# ---- exercise checks: say right, or how it is wrong, never the answer ----------

@@ -1,0 +1,411 @@
+"""The hard-negative experiment: a bi-encoder small enough to read, trained two ways.
+
+In plain words: a text becomes word counts (a bag of words), one shared matrix
+W turns the counts into 16 numbers, and the result is scaled to length 1. Two
+copies of this model are trained with InfoNCE on the same batches of
+(question, answer card) pairs. Each batch holds one intent (how-to or policy)
+across 8 topics, so its in-batch negatives differ from the right card only by
+topic. The hard-negative copy also sees each question's same-topic,
+other-intent card as an extra negative. The exam, on four topics neither copy
+has seen: does the right card beat its look-alike? The gradient is derived by
+hand through the unit scaling (no autograd) and checked against finite
+differences and torch autograd.
+
+Shapes
+------
+=========  ==========  =======================================================
+name       shape       meaning
+=========  ==========  =======================================================
+X          (n, V)      word counts of n texts over the vocabulary of V words
+W          (V, d)      the shared projection, d = 16 by default
+A = X W    (n, d)      raw vectors; U = A / |A| row by row (unit rows)
+Q, P       (B, d)      unit question vectors; (M, d) unit card vectors, M >= B:
+                       card i answers question i, cards B..M-1 are extra
+                       (hard) negatives for every question
+S          (B, M)      Q P^T, cosines; the loss is ``labs.lessons.infonce.info_nce(S, tau)``
+=========  ==========  =======================================================
+
+Relations: `info_nce_grads` is what ``loss.backward()`` computes for
+``labs.lessons.infonce.info_nce_torch`` with ``normalize=False``; `normalize_backward`
+is the backward pass of ``torch.nn.functional.normalize``. `labs.lessons.clip` reuses
+`normalize_rows`, `normalize_backward` and `info_nce_grads` for its two
+encoders. sentence-transformers trains the same loss as
+MultipleNegativesRankingLoss (``scale = 1 / tau``), where a third column of
+hard negatives plays the role of our extra cards. The 2-D pull/push toy the
+lesson starts from lives in `labs.lessons.margin_toy` (`pull` and `push` are
+re-exported here); mining hard negatives from a real corpus lives in
+`labs.lessons.mining`.
+
+Lesson: ``notebooks/04_hard_negatives.ipynb``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+from labs.lessons.infonce import info_nce, info_nce_torch, log_softmax_rows
+from labs.lessons.inputs import valid_tau
+
+__all__ = [
+    "TRAIN_TOPICS", "UNSEEN_TOPICS", "INTENTS", "QUESTION_TEMPLATES", "CARD_TEMPLATES", "PROBE_QUERY",
+    "tokenize", "build_vocab", "bag_of_words", "card", "make_triples",
+    "normalize_rows", "normalize_backward", "info_nce_grads", "encoder_loss_and_grad",
+    "finite_difference_check", "autograd_check",
+    "BiEncoder", "first_batch", "train_bi_encoder", "look_alike_accuracy", "seed_sweep", "SLIDER_SEED",
+]
+
+# ---------------------------------------------------------------------------
+# The data: 12 training topics, 4 unseen ones, two intents per topic
+# ---------------------------------------------------------------------------
+
+TRAIN_TOPICS = ("vpn", "laptop", "printer", "email", "wifi", "badge",
+                "payroll", "expenses", "invoice", "travel", "parking", "calendar")
+UNSEEN_TOPICS = ("password", "monitor", "phone", "desk")
+INTENTS = ("howto", "policy")
+
+# Questions and cards of one intent share no word but the topic, so "fix goes
+# with restart" has to be learned; it cannot be read off the overlap.
+QUESTION_TEMPLATES = {
+    "howto": ("how do i fix my {t}", "my {t} is broken", "{t} stopped working today",
+              "i am stuck with the {t}", "why does {t} keep failing"),
+    "policy": ("what are the rules on {t}", "is there a limit on {t}", "who is allowed to use {t}",
+               "am i permitted to have {t}", "can my team get {t}"),
+}
+CARD_TEMPLATES = {
+    "howto": "{T}: restart, reinstall, then follow every setup step.",
+    "policy": "{T}: approval, compliance, usage limits, staff eligibility.",
+}
+PROBE_QUERY = "my password is broken and i am stuck"
+
+
+def _other(intent: str) -> str:
+    return INTENTS[1 - INTENTS.index(intent)]
+
+
+def card(topic: str, intent: str) -> str:
+    """The answer card of one topic and intent, e.g. ``card("password", "howto")``."""
+    if intent not in INTENTS:
+        raise ValueError(f"intent must be one of {INTENTS}, got {intent!r}")
+    return CARD_TEMPLATES[intent].format(T=topic.capitalize())
+
+
+def make_triples(topics: Iterable[str]) -> list[tuple[str, str, str, str]]:
+    """(question, right card, look-alike card, intent) for 10 questions per topic.
+
+    The look-alike has the same topic and the other intent: the classic hard
+    negative ("my password is broken" against the password policy card).
+    """
+    return [(q.format(t=t), card(t, intent), card(t, _other(intent)), intent)
+            for t in topics for intent in INTENTS for q in QUESTION_TEMPLATES[intent]]
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case words of letters and digits: ``"Password: restart"`` -> ``["password", "restart"]``."""
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a string, got {type(text).__name__}")
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def build_vocab(texts: Iterable[str]) -> tuple[str, ...]:
+    """The sorted set of words in ``texts``: one slot of the bag of words per word."""
+    return tuple(sorted({w for text in texts for w in tokenize(text)}))
+
+
+@lru_cache(maxsize=8)
+def _word_index(vocab: tuple[str, ...]) -> dict[str, int]:
+    return {w: i for i, w in enumerate(vocab)}
+
+
+def bag_of_words(texts: Sequence[str], vocab: tuple[str, ...]) -> np.ndarray:
+    """Word counts (n, V) of n texts. Words outside the vocabulary are dropped."""
+    if isinstance(texts, str):
+        raise ValueError("texts must be a list of strings, not one string")
+    index = _word_index(tuple(vocab))
+    X = np.zeros((len(texts), len(index)))
+    for row, text in enumerate(texts):
+        for w in tokenize(text):
+            if w in index:
+                X[row, index[w]] += 1.0
+    return X
+
+
+# Every text of the experiment, so the unseen topics' words have rows in W.
+# Those rows never get a gradient (no training text contains them): they keep
+# their random start, and the exam asks what the model makes of them.
+VOCAB = build_vocab(x for t in make_triples(TRAIN_TOPICS + UNSEEN_TOPICS) for x in t[:3])
+
+# ---------------------------------------------------------------------------
+# Forward and backward, by hand
+# ---------------------------------------------------------------------------
+
+
+def normalize_rows(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scale each row of A (n, d) to length 1: returns U (n, d) and the lengths (n, 1)."""
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2:
+        raise ValueError(f"A must be 2-D (rows x dim), got shape {A.shape}")
+    norms = np.sqrt(np.einsum("ij,ij->i", A, A))[:, None]
+    if not norms.min(initial=1.0) > 0:  # also catches NaN
+        bad = int(np.flatnonzero(~(norms[:, 0] > 0))[0])
+        raise ValueError(f"A row {bad} has length 0 or is not a number: it has no direction to keep "
+                         "(a text with no known words?)")
+    return A / norms, norms
+
+
+def normalize_backward(dU: np.ndarray, U: np.ndarray, norms: np.ndarray) -> np.ndarray:
+    """Gradient through U = A / |A|: dA = (dU - U (U . dU)) / |A|, row by row; shape (n, d).
+
+    Moving a along its own direction does not change u (the scaling takes it
+    back out), so only the sideways part of dU survives, shrunk by the length.
+    """
+    dU, U = np.asarray(dU, dtype=np.float64), np.asarray(U, dtype=np.float64)
+    norms = np.asarray(norms, dtype=np.float64).reshape(-1, 1)
+    if dU.shape != U.shape or U.ndim != 2 or norms.shape[0] != U.shape[0]:
+        raise ValueError(f"dU and U must share one (n, d) shape and norms have n rows, "
+                         f"got dU {dU.shape}, U {U.shape}, norms {norms.shape}")
+    return (dU - U * np.einsum("ij,ij->i", U, dU)[:, None]) / norms
+
+
+def _table_grad(S: np.ndarray, tau: float) -> np.ndarray:
+    """dL/dS of the mean InfoNCE loss on a (B, M) table: (softmax(S / tau) - one-hot) / (B tau)."""
+    B = S.shape[0]
+    G = np.exp(log_softmax_rows(S / tau))  # the loss module's stable softmax, one version of it
+    G[np.arange(B), np.arange(B)] -= 1.0
+    return G / (B * tau)
+
+
+def info_nce_grads(Q: np.ndarray, P: np.ndarray, tau: float, symmetric: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Gradients (dQ (B, d), dP (M, d)) of InfoNCE on S = Q P^T with respect to Q and P.
+
+    The loss is ``info_nce(Q @ P.T, tau)``; with ``symmetric=True`` it is
+    ``clip_loss(Q @ P.T, tau)`` (rows pick columns and columns pick rows), which
+    needs M == B. Softmax cross-entropy gives dS = (softmax - one-hot) / B per
+    row; the rest is the chain rule through S = Q P^T / tau.
+    """
+    tau = valid_tau(tau)
+    Q, P = np.asarray(Q, dtype=np.float64), np.asarray(P, dtype=np.float64)
+    if Q.ndim != 2 or P.ndim != 2 or Q.shape[1] != P.shape[1]:
+        raise ValueError(f"Q (B, d) and P (M, d) must be 2-D with the same d, got {Q.shape} and {P.shape}")
+    if P.shape[0] < Q.shape[0] or Q.shape[0] == 0:
+        raise ValueError(f"P needs at least as many rows as Q (card i answers question i), got {P.shape[0]} < {Q.shape[0]}")
+    if symmetric and P.shape[0] != Q.shape[0]:
+        raise ValueError(f"symmetric=True needs a square table (M == B), got B={Q.shape[0]}, M={P.shape[0]}")
+    S = Q @ P.T
+    dS = _table_grad(S, tau)
+    if symmetric:
+        dS = 0.5 * dS + 0.5 * _table_grad(S.T, tau).T
+    return dS @ P, dS.T @ Q
+
+
+def encoder_loss_and_grad(W: np.ndarray, Xq: np.ndarray, Xp: np.ndarray, tau: float) -> tuple[float, np.ndarray]:
+    """Loss of the bi-encoder on one batch and its gradient dW (V, d), by hand.
+
+    Forward: Q = unit(Xq W), P = unit(Xp W), loss = info_nce(Q P^T, tau).
+    Backward: `info_nce_grads`, then `normalize_backward`, then dW = X^T dA
+    for both sides (W is shared, so the two contributions add).
+    """
+    W, Xq, Xp = (np.asarray(a, dtype=np.float64) for a in (W, Xq, Xp))
+    if W.ndim != 2 or Xq.ndim != 2 or Xp.ndim != 2 or Xq.shape[1] != W.shape[0] or Xp.shape[1] != W.shape[0]:
+        raise ValueError(f"Xq (B, V), Xp (M, V) and W (V, d) must fit, got {Xq.shape}, {Xp.shape}, {W.shape}")
+    Q, P = normalize_rows(Xq @ W)[0], normalize_rows(Xp @ W)[0]
+    return info_nce(Q @ P.T, tau), _encoder_grad(W, Xq, Xp, valid_tau(tau))
+
+
+def _encoder_grad(W: np.ndarray, Xq: np.ndarray, Xp: np.ndarray, tau: float) -> np.ndarray:
+    """dW (V, d) of the batch loss: the backward pass that training runs every step."""
+    Q, q_norms = normalize_rows(Xq @ W)
+    P, p_norms = normalize_rows(Xp @ W)
+    dS = _table_grad(Q @ P.T, tau)  # = what info_nce_grads starts from
+    dQ, dP = dS @ P, dS.T @ Q
+    return Xq.T @ normalize_backward(dQ, Q, q_norms) + Xp.T @ normalize_backward(dP, P, p_norms)
+
+
+def _check_problem(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.random((3, 6)), rng.random((5, 6)), rng.standard_normal((6, 4))
+
+
+def finite_difference_check(seed: int = 0, eps: float = 1e-6, tau: float = 0.5) -> float:
+    """Largest |hand gradient - central finite difference| over every entry of W (6, 4)."""
+    Xq, Xp, W = _check_problem(seed)
+    _, dW = encoder_loss_and_grad(W, Xq, Xp, tau)
+    worst = 0.0
+    for idx in np.ndindex(W.shape):
+        E = np.zeros_like(W)
+        E[idx] = eps
+        up, down = encoder_loss_and_grad(W + E, Xq, Xp, tau)[0], encoder_loss_and_grad(W - E, Xq, Xp, tau)[0]
+        worst = max(worst, abs((up - down) / (2 * eps) - dW[idx]))
+    return worst
+
+
+def autograd_check(seed: int = 0, tau: float = 0.5) -> float:
+    """Largest |hand gradient - torch autograd gradient| of the same loss, float64."""
+    Xq, Xp, W = _check_problem(seed)
+    _, dW = encoder_loss_and_grad(W, Xq, Xp, tau)
+    Wt = torch.tensor(W, requires_grad=True)
+    loss = info_nce_torch(torch.tensor(Xq) @ Wt, torch.tensor(Xp) @ Wt, tau, normalize=True)
+    loss.backward()
+    return float(np.max(np.abs(Wt.grad.numpy() - dW)))
+
+
+# ---------------------------------------------------------------------------
+# The model and the experiment
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BiEncoder:
+    """One shared projection W (V, d) for questions and cards; `encode` gives unit rows (n, d)."""
+
+    vocab: tuple[str, ...]
+    W: np.ndarray
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return normalize_rows(bag_of_words(texts, self.vocab) @ self.W)[0]
+
+
+@lru_cache(maxsize=1)
+def _training_features() -> tuple[np.ndarray, np.ndarray]:
+    """Questions (topics, 2 intents, 5 templates, V) and cards (topics, 2 intents, V) of the training topics."""
+    questions = np.stack([[bag_of_words([q.format(t=t) for q in QUESTION_TEMPLATES[i]], VOCAB) for i in INTENTS]
+                          for t in TRAIN_TOPICS])
+    cards = np.stack([bag_of_words([card(t, i) for i in INTENTS], VOCAB) for t in TRAIN_TOPICS])
+    return questions, cards
+
+
+@lru_cache(maxsize=16)
+def _exam_features(topics: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    triples = make_triples(topics)
+    return tuple(bag_of_words([t[k] for t in triples], VOCAB) for k in range(3))
+
+
+def _check_topics(topics: Iterable[str], name: str = "topics") -> tuple[str, ...]:
+    if isinstance(topics, str):
+        raise ValueError(f"{name} must be a list of topic names, not one string; wrap it: [{topics!r}]")
+    topics = tuple(topics)
+    known = TRAIN_TOPICS + UNSEEN_TOPICS
+    unknown = [t for t in topics if t not in known]
+    if not topics or unknown:
+        raise ValueError(f"{name} must be a non-empty list drawn from TRAIN_TOPICS and UNSEEN_TOPICS, "
+                         f"got unknown {unknown or 'nothing'}")
+    return topics
+
+
+def _accuracy(W: np.ndarray, topics: tuple[str, ...]) -> float:
+    Xq, Xr, Xl = _exam_features(topics)
+    Q, R, L = (normalize_rows(X @ W)[0] for X in (Xq, Xr, Xl))
+    return float(np.mean(np.sum(Q * R, axis=1) > np.sum(Q * L, axis=1)))
+
+
+def look_alike_accuracy(model: BiEncoder, topics: Iterable[str] = UNSEEN_TOPICS) -> float:
+    """Share of the topics' questions whose right card scores above its same-topic look-alike."""
+    if not isinstance(model, BiEncoder):
+        raise ValueError(f"model must be a BiEncoder from train_bi_encoder, got {type(model).__name__}")
+    topics = _check_topics(topics)
+    if model.vocab == VOCAB:
+        return _accuracy(model.W, topics)
+    questions, right, look_alike, _ = zip(*make_triples(topics))
+    Q, R, L = model.encode(questions), model.encode(right), model.encode(look_alike)
+    return float(np.mean(np.sum(Q * R, axis=1) > np.sum(Q * L, axis=1)))
+
+
+def _positive_int(value: object, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def _draw_batch(rng: np.random.Generator, batch: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """One intent, ``batch`` different training topics, one question template per topic."""
+    intent = int(rng.integers(len(INTENTS)))
+    topics = rng.permutation(len(TRAIN_TOPICS))[:batch]
+    return intent, topics, rng.integers(len(QUESTION_TEMPLATES["howto"]), size=batch)
+
+
+def first_batch(hard_negatives: bool, *, seed: int = 0, batch: int = 8, dim: int = 16) -> tuple[list[str], list[str]]:
+    """The texts of the first training batch: (questions, cards); card i answers question i."""
+    rng = np.random.default_rng(seed)
+    rng.normal(0.0, 1.0 / math.sqrt(dim), (len(VOCAB), dim))  # the same draws as train_bi_encoder's start
+    intent, topics, templates = _draw_batch(rng, batch)
+    names = [TRAIN_TOPICS[t] for t in topics]
+    questions = [QUESTION_TEMPLATES[INTENTS[intent]][k].format(t=t) for t, k in zip(names, templates)]
+    cards = [card(t, INTENTS[intent]) for t in names]
+    if hard_negatives:
+        cards += [card(t, INTENTS[1 - intent]) for t in names]
+    return questions, cards
+
+
+def train_bi_encoder(
+    hard_negatives: bool, *, seed: int = 0, steps: int = 400, batch: int = 8, tau: float = 0.1,
+    lr: float = 0.5, dim: int = 16, checkpoints: Iterable[int] | None = None,
+    checkpoint_topics: Iterable[str] = UNSEEN_TOPICS,
+) -> BiEncoder | tuple[BiEncoder, dict[int, float]]:
+    """Train the bi-encoder with InfoNCE, by hand-derived gradient descent.
+
+    Every step draws one intent and ``batch`` different training topics, one
+    question each; the batch's cards are those questions' right cards, so the
+    in-batch negatives differ only by topic. With ``hard_negatives=True`` each
+    question's same-topic, other-intent card is appended as an extra negative
+    for the whole batch. Nothing else differs: same seed, same start, same
+    batches. The defaults are the source lesson's settings (lr 0.5, tau 0.1,
+    400 steps of 8). With ``checkpoints`` (step counts between 0 and ``steps``) it also
+    returns {step: look-alike accuracy on ``checkpoint_topics``}, recorded
+    during this one run (step 0 is the untrained model).
+    """
+    if not isinstance(hard_negatives, (bool, np.bool_)):
+        raise ValueError(f"hard_negatives must be True or False, got {hard_negatives!r}")
+    seed, steps, dim = _positive_int(seed, "seed", 0), _positive_int(steps, "steps", 0), _positive_int(dim, "dim", 1)
+    batch = _positive_int(batch, "batch", 2)
+    if batch > len(TRAIN_TOPICS):
+        raise ValueError(f"batch must be at most {len(TRAIN_TOPICS)} (one question per training topic), got {batch}")
+    tau = valid_tau(tau)
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    wanted: set[int] = set()
+    if checkpoints is not None:
+        wanted = {_positive_int(c, "checkpoints", 0) for c in checkpoints}
+        if not wanted or max(wanted) > steps:
+            raise ValueError(f"checkpoints must be step counts between 0 and steps={steps}, got {sorted(wanted)}")
+        exam = _check_topics(checkpoint_topics, "checkpoint_topics")
+
+    rng = np.random.default_rng(seed)
+    W = rng.normal(0.0, 1.0 / math.sqrt(dim), (len(VOCAB), dim))
+    questions, cards = _training_features()
+    curve: dict[int, float] = {}
+    for step in range(steps + 1):
+        if step in wanted:
+            curve[step] = _accuracy(W, exam)
+        if step == steps:
+            break
+        intent, topics, templates = _draw_batch(rng, batch)
+        Xq = questions[topics, intent, templates]
+        Xp = cards[topics, intent]
+        if hard_negatives:
+            Xp = np.concatenate([Xp, cards[topics, 1 - intent]])
+        W -= lr * _encoder_grad(W, Xq, Xp, tau)
+    model = BiEncoder(VOCAB, W)
+    return (model, dict(sorted(curve.items()))) if checkpoints is not None else model
+
+
+def seed_sweep(seeds: Iterable[int] = range(10), **train_kwargs) -> dict[str, np.ndarray]:
+    """Both models on each seed: look-alike accuracy on unseen and training topics, one array per key."""
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must name at least one seed")
+    out: dict[str, list[float]] = {"in_batch": [], "hard": [], "in_batch_train": [], "hard_train": []}
+    for s in seeds:
+        for hard, key in ((False, "in_batch"), (True, "hard")):
+            model = train_bi_encoder(hard, seed=s, **train_kwargs)
+            out[key].append(_accuracy(model.W, UNSEEN_TOPICS))
+            out[key + "_train"].append(_accuracy(model.W, TRAIN_TOPICS))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+SLIDER_SEED = 10  # the lesson's steps slider trains a seed its ten-seed table (0..9) does not show

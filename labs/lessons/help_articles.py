@@ -1,0 +1,91 @@
+"""A small labelled search set: ten products, eight look-alike help articles each, four question wordings.
+
+`help_articles` gives the 80 articles and their ids; `help_questions` gives (question, article id)
+pairs for chosen products and wordings: wording 0 names the product and reuses the article's
+words; 1 and 2 use another name for the product and other words; 3 is a wording kept out of every
+training run (the lesson beyond one vector tests on it).
+
+Lessons: ``notebooks/01_pooling.ipynb`` and ``notebooks/07_beyond_one_vector.ipynb``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PRODUCTS", "ARTICLE_KINDS", "help_articles", "help_questions"]
+
+
+#: product -> another name for it (used by the harder question wordings)
+PRODUCTS: dict[str, str] = {
+    "router": "wifi box", "printer": "inkjet", "kettle": "water boiler",
+    "thermostat": "heating control", "e-reader": "ebook device",
+    "headphones": "headset", "camera": "photo gear",
+    "robot vacuum": "cleaning robot", "smartwatch": "fitness watch",
+    "scooter": "e-bike",
+}
+
+
+#: article kind -> (article template, four question templates); {p} product, {s} its other name
+ARTICLE_KINDS: dict[str, tuple[str, list[str]]] = {
+    "reset": (
+        "To restore the factory settings of the {p}, hold the reset button for ten seconds "
+        "until the light blinks.",
+        ["how do I factory reset my {p}", "wipe the {s} back to how it came out of the box",
+         "my {s} acts weird, can I start over from scratch",
+         "I want the {s} like new again, settings and all"]),
+    "update": (
+        "The {p} installs new firmware from the settings menu; keep it plugged in while the "
+        "update runs.",
+        ["how to update the firmware on the {p}", "is there a newer software version for my {s}",
+         "get the latest system on the {s}", "does the {s} need a software patch"]),
+    "battery": (
+        "If the {p} does not charge, try another cable and clean the charging port before "
+        "asking for a repair.",
+        ["my {p} won't charge", "the {s} stays dead after a night on the cable",
+         "power never goes up on my {s}", "plugged the {s} in all night and it is still empty"]),
+    "connect": (
+        "Pair the {p} with your phone by opening the app and holding the connect button until "
+        "it appears.",
+        ["how do I pair the {p} with my phone", "link the {s} to the mobile app",
+         "my mobile can't see the {s}", "my {s} and my phone won't talk to each other"]),
+    "warranty": (
+        "The {p} is covered for two years; send the receipt with your claim to get a "
+        "replacement.",
+        ["what is the warranty on the {p}", "will they swap my broken {s} for free",
+         "how long is the {s} guaranteed", "who pays if my {s} breaks in the first year"]),
+    "cleaning": (
+        "Wipe the {p} with a dry soft cloth; never put it under running water or use solvents.",
+        ["how should I clean my {p}", "can I rinse the {s} in the sink",
+         "getting dust and grime off the {s}", "best way to get the {s} spotless"]),
+    "noise": (
+        "A buzzing or clicking {p} usually has a loose part; tighten the back panel screws.",
+        ["my {p} makes a strange noise", "the {s} is buzzing loudly",
+         "weird rattling sound from the {s}", "the {s} sounds like something came loose"]),
+    "return": (
+        "You can return an unused {p} within thirty days in its original box for a full refund.",
+        ["can I return the {p}", "I want my money back for the {s}",
+         "sending the {s} back to the shop", "changed my mind about the {s} I bought last week"]),
+}
+
+
+def help_articles() -> tuple[list[str], list[str]]:
+    """The 80 articles and their ids ("product/kind"), products in order, kinds in order."""
+    docs, ids = [], []
+    for product in PRODUCTS:
+        for kind, (article, _) in ARTICLE_KINDS.items():
+            docs.append(article.format(p=product))
+            ids.append(f"{product}/{kind}")
+    return docs, ids
+
+
+def help_questions(products: list[str], variants: tuple[int, ...] = (1, 2)) -> list[tuple[str, str]]:
+    """(question, id of its article) for ``products`` and question ``variants`` (0 to 3).
+
+    Ordered by variant, then product, then article kind.
+    """
+    unknown = [p for p in products if p not in PRODUCTS]
+    if unknown:
+        raise ValueError(f"products: unknown {unknown}; choose from {list(PRODUCTS)}")
+    bad = [v for v in variants if v not in (0, 1, 2, 3)]
+    if bad or not variants:
+        raise ValueError(f"variants must be a non-empty tuple of 0, 1, 2, 3, got {variants!r}")
+    return [(ARTICLE_KINDS[kind][1][v].format(p=p, s=PRODUCTS[p]), f"{p}/{kind}")
+            for v in variants for p in products for kind in ARTICLE_KINDS]

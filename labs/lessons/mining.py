@@ -1,0 +1,262 @@
+"""Mining hard negatives for real: BM25 and an embedding model over a small support corpus.
+
+In plain words: for every training question, search the corpus and keep
+high-ranked cards that are not its answer; those are its hard negatives. The
+corpus has three products with the same kinds of card (reset, warranty,
+returns, login), so look-alikes exist: the same product with the wrong
+intent. Two traps come with mining. A false negative: a second card that
+truly answers a question (here a power-cycle card for the router question)
+is mined as a "negative", and training then pushes a right answer away; it
+is filtered by listing known positives or by a relative margin. A repeated
+answer: two questions with the same card in one batch make that card a
+negative of the other question; the no-duplicates batch sampler keeps them
+apart.
+
+Shapes
+------
+==============  ========================  ========================================
+name            type                      meaning
+==============  ========================  ========================================
+CARDS           dict[str, str]            card id -> text (13 cards)
+PAIRS           tuple[(str, str)]         (question, card id of its answer)
+scores          (Q, N) array              question x card similarity, N = len(cards)
+mined           dict[str, list[str]]      question -> hard-negative card ids, best first
+batches         list[list[int]]           rows of PAIRS in each training batch
+==============  ========================  ========================================
+
+Relations: `mine_by_scores` is the rule `sentence_transformers.util.mine_hard_negatives`
+applies by default (rank, drop the question's positives, keep the top n);
+`mine_with_model` calls that function itself. Keyword (BM25) scores come
+from the retrieval tool's `labs.retrieval.metrics.bm25_scores`, passed to `mine_by_scores`. `no_duplicate_batches` is
+sentence-transformers' ``NoDuplicatesBatchSampler`` (``BatchSamplers.NO_DUPLICATES``
+in the trainer). The loss is `labs.lessons.infonce.info_nce`.
+
+Lesson: the mining section of ``notebooks/04_hard_negatives.ipynb``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from labs.lessons.infonce import info_nce
+from labs.lessons.inputs import valid_tau
+
+if TYPE_CHECKING:  # sentence-transformers is slow to import; loaded when needed
+    from sentence_transformers import SentenceTransformer
+
+__all__ = ["CARDS", "PAIRS", "ALSO_ANSWERS", "product_of", "mine_by_scores",
+           "embedding_scores", "mine_with_model", "row_loss", "dedupe_pairs", "shuffled_batches",
+           "no_duplicate_batches", "repeated_answer_batches"]
+
+CARDS = {
+    "aurora-reset": "Aurora router keeps dropping the connection: hold the reset button for ten seconds, "
+                    "wait for the light to turn blue, then reconnect.",
+    "aurora-powercycle": "Aurora router disconnects often: power it off at the wall for ten seconds and turn it back on.",
+    "aurora-warranty": "Aurora router warranty: two years of cover for hardware faults; water damage and drops are not covered.",
+    "aurora-return": "Returning an Aurora router: unopened boxes can be sent back within 30 days for a full refund.",
+    "aurora-firmware": "Updating Aurora router firmware: open the app, choose Settings, then Install update.",
+    "beacon-reset": "Beacon phone frozen or not charging: hold the power and volume buttons together for "
+                    "fifteen seconds to restart it.",
+    "beacon-warranty": "Beacon phone warranty: one year of cover for manufacturing faults; cracked screens are "
+                       "repaired for a fee.",
+    "beacon-return": "Returning a Beacon phone: you can send it back within 14 days if it is undamaged.",
+    "beacon-passcode": "Forgot your Beacon phone passcode: use account recovery on the web to erase the phone "
+                       "and set it up again.",
+    "cirrus-reset": "Cirrus laptop will not start: unplug the charger, hold the power button for thirty seconds, "
+                    "then plug it in and start it.",
+    "cirrus-warranty": "Cirrus laptop warranty: three years of cover, including the battery for the first year.",
+    "cirrus-return": "Returning a Cirrus laptop: business customers can return it within 30 days; opened "
+                     "software is not refunded.",
+    "cirrus-password": "Forgot the Cirrus laptop login password: restart, press F8 and choose Reset password "
+                       "with your recovery key.",
+}
+ROUTER_QUESTION = "my aurora router keeps disconnecting, how do i fix it"
+PAIRS = (
+    (ROUTER_QUESTION, "aurora-reset"),
+    ("is water damage on my aurora router covered", "aurora-warranty"),
+    ("can i get my money back for an aurora router", "aurora-return"),
+    ("how do i update the aurora router software", "aurora-firmware"),
+    ("my beacon phone is frozen", "beacon-reset"),
+    ("does the beacon warranty cover a cracked screen", "beacon-warranty"),
+    ("how long do i have to return a beacon phone", "beacon-return"),
+    ("i forgot my beacon phone passcode", "beacon-passcode"),
+    ("my cirrus laptop won't turn on", "cirrus-reset"),
+    ("is the cirrus laptop battery under warranty", "cirrus-warranty"),
+    ("can i return a cirrus laptop i opened", "cirrus-return"),
+    ("i forgot my cirrus laptop password", "cirrus-password"),
+    ("beacon phone stuck on the logo and will not respond", "beacon-reset"),  # a second question, same answer
+)
+# Cards that also answer a question, although the pairs name only one: the false-negative trap.
+ALSO_ANSWERS = {ROUTER_QUESTION: ("aurora-powercycle",)}
+
+
+def product_of(card_id: str) -> str:
+    """The product a card is about: ``"aurora-reset"`` -> ``"aurora"``."""
+    return card_id.split("-", 1)[0]
+
+
+def _check_pairs(pairs: Sequence[tuple[str, str]], cards: Mapping[str, str]) -> list[tuple[str, str]]:
+    pairs = [tuple(p) for p in pairs]
+    if not pairs:
+        raise ValueError("pairs must hold at least one (question, card id) pair")
+    for i, p in enumerate(pairs):
+        if len(p) != 2 or not isinstance(p[0], str) or p[1] not in cards:
+            raise ValueError(f"pairs[{i}] must be (question text, a card id of cards), got {p!r}")
+    return pairs
+
+
+def _positives(pairs: list[tuple[str, str]], known: Mapping[str, Sequence[str]] | None) -> dict[str, set[str]]:
+    positives: dict[str, set[str]] = {}
+    for q, c in pairs:
+        positives.setdefault(q, set()).add(c)
+    for q, extra in (known or {}).items():
+        if isinstance(extra, str):
+            raise ValueError(f"known_positives[{q!r}] must be a list of card ids, not one string")
+        positives.setdefault(q, set()).update(extra)
+    return positives
+
+
+def mine_by_scores(scores: np.ndarray, pairs: Sequence[tuple[str, str]], card_ids: Sequence[str],
+                   num_negatives: int = 2, known_positives: Mapping[str, Sequence[str]] | None = None) -> dict[str, list[str]]:
+    """The mining rule by hand: per question, rank the cards, drop its positives, keep the first ``num_negatives``.
+
+    ``scores`` (Q, N) has one row per distinct question of ``pairs`` in order of
+    first appearance. Equal scores keep the order of ``card_ids``.
+    """
+    card_ids = list(card_ids)
+    pairs = _check_pairs(pairs, dict.fromkeys(card_ids, ""))
+    positives = _positives(pairs, known_positives)
+    questions = list(dict.fromkeys(q for q, _ in pairs))
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape != (len(questions), len(card_ids)):
+        raise ValueError(f"scores must be (questions, cards) = ({len(questions)}, {len(card_ids)}), got {scores.shape}")
+    if isinstance(num_negatives, bool) or not isinstance(num_negatives, int) or num_negatives < 1:
+        raise ValueError(f"num_negatives must be an integer >= 1, got {num_negatives!r}")
+    mined = {}
+    for q, row in zip(questions, scores):
+        order = np.argsort(-row, kind="stable")
+        mined[q] = [card_ids[j] for j in order if card_ids[j] not in positives[q]][:num_negatives]
+    return mined
+
+
+def embedding_scores(model: SentenceTransformer, questions: Sequence[str], cards: Mapping[str, str] = CARDS) -> np.ndarray:
+    """Cosines (Q, N) between the questions and the cards under an embedding model."""
+    if isinstance(questions, str) or not questions:
+        raise ValueError("questions must be a non-empty list of strings")
+    Q = model.encode(list(questions), normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
+    C = model.encode(list(cards.values()), normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
+    return (Q @ C.T).astype(np.float64)
+
+
+@contextlib.contextmanager
+def _no_progress_bars(model: SentenceTransformer):
+    """The library asks for progress bars while it encodes; this turns them off on the model for a while."""
+    names = ("encode_query", "encode_document")
+    own = {name: vars(model)[name] for name in names if name in vars(model)}
+    originals = {name: getattr(model, name) for name in names}
+
+    def quiet(encode):
+        return lambda *args, **kwargs: encode(*args, **{**kwargs, "show_progress_bar": False})
+
+    for name, encode in originals.items():
+        setattr(model, name, quiet(encode))
+    try:
+        yield
+    finally:
+        for name in names:
+            if name in own:
+                setattr(model, name, own[name])
+            else:
+                delattr(model, name)  # back to the class's own method
+
+
+def mine_with_model(model: SentenceTransformer, pairs: Sequence[tuple[str, str]] = PAIRS,
+                    cards: Mapping[str, str] = CARDS, *, num_negatives: int = 2,
+                    known_positives: Mapping[str, Sequence[str]] | None = None, seed: int | None = 0,
+                    **options) -> dict[str, dict]:
+    """Hard negatives from an embedding model with sentence-transformers' ``mine_hard_negatives``.
+
+    Known positives become extra (question, card) rows: the library treats
+    every card paired with a question as one of its positives and never mines
+    it. ``options`` pass through (``relative_margin``, ``range_min``,
+    ``range_max``, ``sampling_strategy``, ``cache_folder``...). The library's
+    ``sampling_strategy="random"`` draws from Python's ``random``, which
+    ``seed`` (unless None) seeds first so the draw repeats. Returns
+    question -> {"negatives": card ids, "scores": [positive, negatives...]}
+    for each question that got ``num_negatives`` negatives.
+    """
+    from datasets import Dataset
+    from sentence_transformers.util import mine_hard_negatives
+
+    pairs = _check_pairs(pairs, cards)
+    rows = pairs + [(q, c) for q, extra in (known_positives or {}).items() for c in extra if (q, c) not in pairs]
+    for q, c in rows:
+        if c not in cards:
+            raise ValueError(f"known_positives names {c!r} for {q!r}, which is not a card id")
+    data = Dataset.from_dict({"anchor": [q for q, _ in rows], "positive": [cards[c] for _, c in rows]})
+    id_of = {text: cid for cid, text in cards.items()}
+    if seed is not None:
+        random.seed(seed)
+    with _no_progress_bars(model):
+        out = mine_hard_negatives(data, model, corpus=list(cards.values()), num_negatives=num_negatives,
+                                  output_format="n-tuple", output_scores=True, verbose=False, **options)
+    mined: dict[str, dict] = {}
+    for row in out:
+        if row["anchor"] not in mined:  # one entry per question: the first pair's row
+            negatives = [id_of[row[f"negative_{k + 1}"]] for k in range(num_negatives)]
+            mined[row["anchor"]] = {"negatives": negatives, "scores": [float(s) for s in row["scores"]]}
+    return mined
+
+
+def row_loss(scores: Sequence[float], tau: float = 0.05) -> tuple[float, float]:
+    """InfoNCE loss of one question whose scores list its positive first, and the positive's softmax share."""
+    row = np.asarray(scores, dtype=np.float64).reshape(1, -1)
+    if row.shape[1] < 2:
+        raise ValueError("scores needs the positive and at least one negative")
+    loss = info_nce(row, valid_tau(tau))
+    return loss, math.exp(-loss)
+
+
+def dedupe_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Drop exact repeats of a (question, card) pair, keeping the first; order is kept."""
+    return list(dict.fromkeys(tuple(p) for p in pairs))
+
+
+def shuffled_batches(n: int, batch_size: int, seed: int = 0) -> list[list[int]]:
+    """Plain shuffled batches of rows 0..n-1 (what a default sampler does): nothing keeps answers apart."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 2 <= batch_size:
+        raise ValueError(f"batch_size must be an integer >= 2, got {batch_size!r}")
+    order = np.random.default_rng(seed).permutation(n).tolist()
+    return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+
+
+def no_duplicate_batches(pairs: Sequence[tuple[str, str]] = PAIRS, cards: Mapping[str, str] = CARDS,
+                         batch_size: int = 4, seed: int = 0) -> list[list[int]]:
+    """Batches from sentence-transformers' ``NoDuplicatesBatchSampler``: no text twice in one batch."""
+    import torch
+    from datasets import Dataset
+    from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
+
+    pairs = _check_pairs(pairs, cards)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 2 <= batch_size:
+        raise ValueError(f"batch_size must be an integer >= 2, got {batch_size!r}")
+    data = Dataset.from_dict({"anchor": [q for q, _ in pairs], "positive": [cards[c] for _, c in pairs]})
+    sampler = NoDuplicatesBatchSampler(data, batch_size=batch_size, drop_last=False,
+                                       generator=torch.Generator(), seed=seed)
+    return [list(b) for b in sampler]
+
+
+def repeated_answer_batches(batches: Sequence[Sequence[int]], pairs: Sequence[tuple[str, str]] = PAIRS) -> list[int]:
+    """Indices of the batches in which one card answers two of the batch's questions."""
+    out = []
+    for k, batch in enumerate(batches):
+        answers = [pairs[i][1] for i in batch]
+        if len(set(answers)) < len(answers):
+            out.append(k)
+    return out

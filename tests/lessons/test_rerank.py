@@ -1,0 +1,156 @@
+"""Tests for labs.lessons.rerank: the rule data, shortlist and rerank against torch and by-hand
+sorting, the reranking ceiling, the negation lab on the packaged MiniLM, the cross-encoder
+trained here, and the lesson's exercise checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from labs.retrieval.models import minilm_path
+from labs.lessons.rerank import (
+    collection, fill, HELMET_PASSAGES, HELMET_QUESTIONS, labelled_pairs,
+    NO_NEW, NO_SEEN, Q_NEW, Q_SEEN, rerank as rerank_fn, retrieve_then_rerank,
+    RULES_HELD_OUT, RULES_TRAIN, shortlist, test_triples as make_triples,
+    train_cross_encoder, YES_NEW, YES_SEEN,
+)
+
+# --- the data -----------------------------------------------------------------------------
+
+
+def test_fill_capitalises_the_group():
+    assert fill("{G} must {a}.", ("riders under 16", "wear a helmet")) == HELMET_PASSAGES[0]
+    assert fill("Do {g} have to {a}?", ("cooks", "wear gloves")) == "Do cooks have to wear gloves?"
+
+
+def test_labelled_pairs_counts_and_labels():
+    rows = labelled_pairs(RULES_TRAIN, Q_SEEN, YES_SEEN, NO_SEEN)
+    per_question = len(YES_SEEN) + len(NO_SEEN) + 1
+    assert len(rows) == len(RULES_TRAIN) * len(Q_SEEN) * per_question == 210
+    assert sum(label for *_, label in rows) == len(RULES_TRAIN) * len(Q_SEEN) * len(YES_SEEN)
+    q, p, label = rows[per_question - 1]  # the off-topic row: the next rule, stated as a yes
+    assert label == 0 and p == fill(YES_SEEN[0], RULES_TRAIN[1]) and "visitors" in q
+
+
+def test_held_out_words_never_reach_training():
+    text = " ".join(q + " " + p for q, p, _ in labelled_pairs(RULES_TRAIN, Q_SEEN, YES_SEEN, NO_SEEN))
+    for _, action in RULES_HELD_OUT:
+        assert action not in text
+    assert "obliged" not in text and "always" not in text and "never" not in text
+
+
+def test_triples_pair_each_yes_with_its_negation():
+    triples = make_triples(RULES_HELD_OUT, Q_NEW, YES_NEW, NO_NEW)
+    assert len(triples) == len(RULES_HELD_OUT)
+    q, yes, no, other = triples[0]
+    assert (yes, no) == ("Riders under 16 always have to wear a helmet.",
+                         "Riders under 16 never have to wear a helmet.")
+    assert other.startswith("Cooks") and q.startswith("Are riders")
+
+
+def test_data_builders_need_two_rules():
+    for builder in (labelled_pairs, make_triples):
+        with pytest.raises(ValueError, match="rules"):
+            builder(RULES_TRAIN[:1], Q_SEEN, YES_SEEN, NO_SEEN)
+
+
+def test_collection_is_sorted_distinct_and_holds_the_helmet_passages():
+    texts = collection()
+    assert texts == sorted(set(texts))
+    assert set(HELMET_PASSAGES) <= set(texts)
+    n_templates = len(YES_SEEN + NO_SEEN + YES_NEW + NO_NEW)
+    assert len(texts) == len(RULES_TRAIN + RULES_HELD_OUT) * n_templates + 1  # + the paraphrase
+
+
+# --- shortlist and rerank -------------------------------------------------------------------
+
+
+def _unit(n: int, d: int, seed: int) -> torch.Tensor:
+    x = torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return torch.nn.functional.normalize(x, dim=-1)
+
+
+def test_shortlist_matches_topk():
+    docs, q = _unit(50, 8, 0), _unit(1, 8, 1)[0]
+    for k in (1, 5, 50):
+        assert shortlist(q, docs, k) == torch.topk(docs @ q, k).indices.tolist()
+
+
+def test_shortlist_ties_keep_the_lower_row():
+    docs = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.5, 0.5]])
+    assert shortlist(torch.tensor([1.0, 0.0]), docs, 3) == [0, 2, 3]
+
+
+@pytest.mark.parametrize("k", [0, 4, -1, 1.5, True])
+def test_shortlist_bad_k(k):
+    with pytest.raises(ValueError, match="k must be"):
+        shortlist(torch.ones(2), torch.ones(3, 2), k)
+
+
+def test_shortlist_bad_shapes():
+    with pytest.raises(ValueError, match="query_vec"):
+        shortlist(torch.ones(3), torch.ones(4, 2), 1)
+
+
+def test_rerank_sorts_by_score_and_keeps_ties_in_order():
+    assert rerank_fn([7, 3, 9, 1], [0.2, 0.9, 0.2, 0.5]) == [3, 1, 7, 9]
+    with pytest.raises(ValueError, match="length"):
+        rerank_fn([1, 2], [0.5])
+
+
+def test_a_reranker_cannot_recover_what_the_retriever_missed():
+    """Even a perfect scorer only reorders the shortlist: Recall@1 after <= Recall@k before."""
+    docs, queries = _unit(40, 6, 2), _unit(30, 6, 3)
+    rng = np.random.default_rng(0)
+    relevant = rng.integers(0, 40, size=30)
+    for k in (1, 3, 10, 40):
+        in_shortlist, top1 = [], []
+        for q, rel in zip(queries, relevant):
+            oracle = lambda cands, rel=rel: [1.0 if c == rel else 0.0 for c in cands]  # noqa: E731
+            order = retrieve_then_rerank(q, docs, k, oracle)
+            assert sorted(order) == sorted(shortlist(q, docs, k))
+            in_shortlist.append(rel in order)
+            top1.append(order[0] == rel)
+        assert top1 == in_shortlist  # a perfect reranker reaches exactly the ceiling
+    assert np.mean(top1) == 1.0  # k = N: everything is shortlisted
+
+
+# --- the negation lab on the real model --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from labs.retrieval.models import load_minilm
+
+    return load_minilm()
+
+
+def test_helmet_cosines_match_the_field_notes(minilm):
+    P = minilm.encode(HELMET_PASSAGES, convert_to_tensor=True, show_progress_bar=False)
+    Q = minilm.encode(HELMET_QUESTIONS, convert_to_tensor=True, show_progress_bar=False)
+    table = (Q @ P.T).numpy()
+    np.testing.assert_allclose(table, [[0.758, 0.754, 0.505], [0.833, 0.854, 0.568]], atol=2e-3)
+    assert float(P[0] @ P[1]) == pytest.approx(0.927, abs=2e-3)
+
+
+# --- the cross-encoder ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rows, match", [
+    ([], "empty"),
+    ([("q", "p", 2)], "0 or 1"),
+    ([("q", "p")], "0 or 1"),
+])
+def test_train_cross_encoder_bad_rows(rows, match):
+    with pytest.raises(ValueError, match=match):
+        train_cross_encoder(rows, minilm_path())
+
+
+def test_cross_encoder_learns_negation_on_held_out_rules():
+    """The lesson's claim: one pass puts the yes passage above its negation for held-out rules."""
+    cross = train_cross_encoder(labelled_pairs(RULES_TRAIN, Q_SEEN, YES_SEEN, NO_SEEN), minilm_path(), seed=0)
+    triples = make_triples(RULES_HELD_OUT, Q_SEEN + Q_NEW, YES_SEEN, NO_SEEN)
+    pairs = [(q, p) for q, yes, no, _ in triples for p in (yes, no)]
+    scores = cross.predict(pairs, show_progress_bar=False).reshape(-1, 2)
+    assert (scores[:, 0] > scores[:, 1] + 0.3).all()
