@@ -31,7 +31,7 @@ the same loss is ``0.5 * (cross_entropy(S, arange(n)) + cross_entropy(S.T,
 arange(n)))``, which the tests use to check the hand gradients. The real-image
 version (scikit-learn digits and a frozen sentence encoder) is `labs.lessons.clip_digits`.
 
-Lesson: ``notebooks/06_clip.ipynb``.
+Lesson: ``notebooks/08_clip.ipynb``.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ accuracy) and equals `labs.retrieval.metrics.mrr_at_k` with k = 1; it is not Rec
 which counts the share of *all* relevant items found. The linear probe is scikit-learn's
 ``LogisticRegression``.
 
-Lesson: ``notebooks/06_clip.ipynb`` (the toy version lives in `labs.lessons.clip`).
+Lesson: ``notebooks/08_clip.ipynb`` (the toy version lives in `labs.lessons.clip`).
 """
 
 from __future__ import annotations

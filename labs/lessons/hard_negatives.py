@@ -36,7 +36,7 @@ lesson starts from lives in `labs.lessons.margin_toy` (`pull` and `push` are
 re-exported here); mining hard negatives from a real corpus lives in
 `labs.lessons.mining`.
 
-Lesson: ``notebooks/04_hard_negatives.ipynb``.
+Lesson: ``notebooks/05_hard_negatives.ipynb``.
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ sentence-transformers implements it as ``MultipleNegativesRankingLoss``.
 `clip_loss` runs it both ways on a square table (images pick captions,
 captions pick images).
 
-Lessons: ``notebooks/02_infonce.ipynb``, ``notebooks/03_temperature.ipynb``; the
-masked loss in ``notebooks/04_hard_negatives.ipynb``.
+Lessons: ``notebooks/03_infonce.ipynb``, ``notebooks/04_temperature.ipynb``; the
+masked loss in ``notebooks/05_hard_negatives.ipynb``.
 """
 
 from __future__ import annotations

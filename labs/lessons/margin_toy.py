@@ -24,7 +24,7 @@ stop pushing once a margin is met, as `push` does; InfoNCE
 (`labs.lessons.infonce`) never stops pushing, it only pushes less. The bi-encoder of
 `labs.lessons.hard_negatives` does the same pulling and pushing with gradients in 16-D.
 
-Lesson: the opening of ``notebooks/04_hard_negatives.ipynb``.
+Lesson: the opening of ``notebooks/05_hard_negatives.ipynb``.
 """
 
 from __future__ import annotations

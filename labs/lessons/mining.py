@@ -31,7 +31,7 @@ from the retrieval tool's `labs.retrieval.metrics.bm25_scores`, passed to `mine_
 sentence-transformers' ``NoDuplicatesBatchSampler`` (``BatchSamplers.NO_DUPLICATES``
 in the trainer). The loss is `labs.lessons.infonce.info_nce`.
 
-Lesson: the mining section of ``notebooks/04_hard_negatives.ipynb``.
+Lesson: the mining section of ``notebooks/05_hard_negatives.ipynb``.
 """
 
 from __future__ import annotations

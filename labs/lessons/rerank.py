@@ -31,7 +31,7 @@ scores      (k,)         the cross-encoder's score per shortlisted passage
 Relations: `train_cross_encoder` is sentence-transformers' ``CrossEncoder`` on
 the packaged all-MiniLM-L6-v2 with a new one-number head and
 ``BinaryCrossEntropyLoss``; `shortlist` equals ``torch.topk`` on the cosines,
-with ties broken by the lower index. Lesson: ``notebooks/07_beyond_one_vector.ipynb``.
+with ties broken by the lower index. Lesson: ``notebooks/09_beyond_one_vector.ipynb``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ losses      (steps,)    the training loss after each step
 
 Relations: the loss is `labs.lessons.infonce.info_nce_torch`, the same loss as
 sentence-transformers' MultipleNegativesRankingLoss with ``scale = 1 / tau``
-(its default scale 20 is tau 0.05). Lesson: ``notebooks/03_temperature.ipynb``.
+(its default scale 20 is tau 0.05). Lesson: ``notebooks/04_temperature.ipynb``.
 """
 
 from __future__ import annotations

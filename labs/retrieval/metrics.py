@@ -25,7 +25,7 @@ sentence-transformers' ``InformationRetrievalEvaluator``, so results never depen
 on the sort algorithm. Relations: the three metrics equal that evaluator's
 ``recall@k``, ``mrr@k`` and ``ndcg@k`` (tested); `tfidf_scores` is scikit-learn's
 ``TfidfVectorizer`` with unigrams and bigrams; `bm25_scores` is the ``bm25s``
-package. Lesson: ``notebooks/05_finetuning.ipynb``.
+package. Lesson: ``notebooks/07_finetuning.ipynb``.
 """
 
 from __future__ import annotations
