@@ -25,6 +25,9 @@ ALT_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
 NBVAL   := -m pytest -q -p tests.notebooks.nbval_timing --nbval --nbval-current-env \
            --nbval-sanitize-with tests/notebooks/nbval_sanitize.cfg
 LAB_PORT ?= 8888
+# The book checks (tests/book): without the rest of tests/ (its fixtures load models) or pytest's
+# installed plugins (nbval's import alone takes 2 s).
+BOOK_PYTEST := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest -q --confcutdir tests/book
 export PYTHONHASHSEED := 0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -49,6 +52,7 @@ help:
 	@echo "make lab      set up and open the notebooks in JupyterLab on http://127.0.0.1:$(LAB_PORT)"
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000 for offline reading"
 	@echo "make browser  the browser check on _build/html, with desktop and phone screenshots in _build/screenshots"
+	@echo "              (PAGES=\"notebooks/03_infonce.html ...\" checks only those pages)"
 	@echo "make outputs  re-execute every notebook in place (saves widget state)"
 	@echo "make spread   measure how far each cell's printed numbers move under other CPU settings (niced, long:"
 	@echo "              minutes per notebook and setting) into tests/notebooks/spread.json;"
@@ -141,7 +145,7 @@ lab: setup
 	  --MultiKernelManager.default_kernel_name=python3 $(if $(filter 0,$(shell id -u)),--allow-root)
 
 lab-check: setup chromium
-	$(PY) .ci/lab_check.py
+	$(BOOK_PYTEST) tests/book/test_lab.py
 
 # GPU only, not part of make test: the CLI on CUDA with the tiny Qwen3 twin stored in bf16 (twice: the
 # runs must agree exactly), fp16 + gradient checkpointing, then the full-size benchmark. Under 5 minutes,
@@ -149,12 +153,15 @@ lab-check: setup chromium
 gpu-check: setup
 	$(PY) benchmarks/gpu_check.py
 
+# The browser check (tests/book/test_browser.py) with screenshots; PAGES="notebooks/03_infonce.html ..."
+# checks only those pages. Every problem, by rule, also goes to _build/browser-check.txt.
 browser: setup chromium
-	$(PY) .ci/browser_check.py _build/html
+	$(BOOK_PYTEST) tests/book/test_browser.py --html-root _build/html \
+	  --screenshots _build/screenshots $(if $(PAGES),--pages "$(PAGES)")
 
 # A clean book build followed by the browser check on it (the screenshots to look at: make browser).
 checked-book: fresh-book chromium
-	$(PY) .ci/browser_check.py _build/html --no-screenshots
+	$(BOOK_PYTEST) tests/book/test_browser.py --html-root _build/html
 
 # Every check runs side by side (the unit tests, the two nbval passes, a clean book build and its
 # browser check, the JupyterLab check): on a 2-core machine the cores never wait for one job to

@@ -1,18 +1,13 @@
-"""The JupyterLab check (.ci/lab_check.py) finds the cells a slider needs and computes its output."""
+"""The JupyterLab check (tests/book/lab.py) finds the cells a slider needs and computes its output."""
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("lab_check", ROOT / ".ci" / "lab_check.py")
-lab_check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(lab_check)
+from tests.book import lab as lab_check
 
 
 def notebook(*cells: str) -> dict:
@@ -33,7 +28,7 @@ def test_plan_keeps_only_the_cells_the_slider_needs():
 
 
 def test_a_notebook_without_a_slider_is_refused():
-    with pytest.raises(SystemExit):
+    with pytest.raises(lab_check.LabCheckFailed, match="no slider cell"):
         lab_check.plan(notebook("import math", "print(math.pi)"))
 
 

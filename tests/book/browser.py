@@ -1,0 +1,671 @@
+"""The browser check of the built book: what test_browser.py runs on every page, in headless Chromium.
+
+Serves the built book on 127.0.0.1, loads every page, blocks every request that leaves
+127.0.0.1 (and fails the page if one is attempted), and reports, page by page, each problem
+with its rule, the width it was seen at, the element (a figure's caption, a table's first row,
+an output's first line) and by how much:
+
+- the page works offline: math typeset, mermaid drawn as SVG, saved widget views rendered,
+  every slider made with the course's live slider and showing the stored output of each
+  position it is moved to (every position under the first choice, a step each way under the
+  others), no broken image, link or anchor, no console error, no failed or outside request,
+  pages under 3 MB and the book under 80 MB;
+- at 1280 px and at 390 px (a phone): nothing is cut. A figure, table, printed output, widget
+  output or mermaid diagram that is wider than its column, or needs sideways scrolling inside
+  its own box to show all of itself, is cut (`cut`). Figure text is at least 10 px as drawn
+  (`figure-text`: the notebooks draw no text below FIGURE_MIN_PT points, so that text as shown is
+  FIGURE_MIN_PT times the drawn width over the figure's width in points). Mermaid labels are at
+  least 10 px as drawn (`mermaid-text`). Display math is not drawn much smaller than the
+  page's inline math where it would fit at that size (`math-size`). No display equation is wider
+  than its column, no diagram drawn below MERMAID_MIN of its natural size, and the page does
+  not scroll sideways;
+- at 1280 px, no code block scrolls sideways (inside an element with class `wide` or a cell
+  tagged `wide`, it may) and each glossary link lands on the entry it names;
+- at any width: no raw TeX in the text (`raw-tex`: `$$`, a `$...$` pair, or a TeX command such
+  as `\\frac` outside typeset math), and nothing left from writing the book (`author-note`:
+  test and linter markers such as `NBVAL_IGNORE_OUTPUT` or `# noqa`, to-do markers, references
+  to the project's issues, notes about a source lesson, an earlier version of a page or the
+  authors' machines), in prose, code and outputs, folded or not;
+- a lesson states its time estimate at the top and numbers every figure it shows ("Fig. N").
+
+The measurements run in the page (measure.js); the rules that need no browser are functions
+here, tested in test_browser_rules.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import http.server
+import json
+import re
+import statistics
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlparse
+
+from tests.book.widget_state import live_sliders
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+MEASURE_JS = (Path(__file__).parent / "measure.js").read_text(encoding="utf-8")
+# Raised by the theme's own scripts (sphinx-thebe declares it twice), not by our assets.
+KNOWN_CONSOLE = [re.compile(r"Identifier 'THEBE_JS_URL' has already been declared")]
+SKIP_PAGES = {"genindex.html", "search.html"}
+PAGE_LIMIT = 3_000_000  # bytes per page, its images included
+BOOK_LIMIT = 80_000_000  # bytes, the whole built book
+DESKTOP, PHONE = (1280, 900), (390, 844)
+WIDTHS = {"1280 px": DESKTOP, "390 px": PHONE}
+MERMAID_MIN = {"1280 px": 0.7, "390 px": 0.45}  # of a diagram's natural size
+MERMAID_TEXT_MIN_PX = 10.0  # a diagram's smallest label as drawn
+SLIDER_WAIT_S = 10  # at most this long for a slider's output to follow it (it takes milliseconds)
+# Figure text: the notebooks draw no text below FIGURE_MIN_PT points (tests/test_notebooks.py
+# holds their code to it); as shown on screen that text must be at least FIGURE_TEXT_MIN_PX.
+FIGURE_MIN_PT = 10
+FIGURE_TEXT_MIN_PX = 10.0
+# Display math is "much smaller" below this share of the page's inline math size.
+MATH_MIN_SHARE = 0.85
+CUT_TOLERANCE_PX = 2  # sub-pixel rounding aside
+PHONE_COLUMN_PX = 358  # the text column at 390 px: what a figure for phones is drawn for
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong on a page: the rule it breaks and what a person needs to find and fix it."""
+
+    rule: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] {self.text}"
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep the output readable
+        pass
+
+
+@contextmanager
+def serve(root: Path) -> Iterator[str]:
+    """The built book on a free 127.0.0.1 port, for as long as the block runs: its base URL."""
+    handler = functools.partial(Quiet, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def book_pages(root: Path) -> list[Path]:
+    """Every page of the built book, in path order (search and index pages aside)."""
+    return sorted(
+        p for p in root.rglob("*.html")
+        if not p.relative_to(root).as_posix().startswith(("_static/", "_sources/", "_images/"))
+        and p.name not in SKIP_PAGES
+    )
+
+
+# ---- links ------------------------------------------------------------------
+
+
+class Anchors(HTMLParser):
+    """Every id on a page, and the text of each glossary term (<dt id="term-...">)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids: set[str] = set()
+        self.terms: dict[str, str] = {}
+        self._term: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name in ("id", "name") and value:
+                self.ids.add(value)
+                if tag == "dt" and value.startswith("term-"):
+                    self._term = value
+                    self.terms[value] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "dt":
+            self._term = None
+
+    def handle_data(self, data):
+        if self._term:
+            self.terms[self._term] += data
+
+
+@functools.cache
+def parsed(path: Path) -> Anchors:
+    parser = Anchors()
+    parser.feed(path.read_text(errors="replace"))
+    return parser
+
+
+def check_links(root: Path, page: Path, hrefs: list[str], base: str) -> list[str]:
+    problems = []
+    for href in hrefs:
+        url = urlparse(urljoin(base, href))
+        if url.scheme not in ("http", "") or (url.hostname and url.hostname != "127.0.0.1"):
+            continue  # external links are not followed offline
+        target = root / unquote(url.path).lstrip("/")
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.exists():
+            problems.append(f"broken link {href!r}")
+        elif url.fragment and target.suffix == ".html" and url.fragment not in parsed(target).ids:
+            problems.append(f"broken anchor {href!r}")
+    return problems
+
+
+def _stems(text: str) -> set[str]:
+    """Word stems, crudely: the first five letters ("negatives" and "negative", "chunk" and "chunking")."""
+    return {w[:5] for w in re.findall(r"[a-z0-9]+", text.lower())}
+
+
+def check_glossary_links(root: Path, links: list[dict], base: str) -> list[str]:
+    """Each link into the glossary lands on a term (<dt id="term-...">) that the link text names."""
+    problems = []
+    for link in links:
+        url = urlparse(urljoin(base, link["href"]))
+        target = root / unquote(url.path).lstrip("/")
+        text = " ".join(link["text"].split())
+        if not url.fragment:
+            if "glossary" not in text.lower():  # a link to the page as a whole says so
+                problems.append(f"glossary link {text!r} lands at the top of the glossary, not on its entry"
+                                " (write {term}`...`)")
+            continue
+        terms = parsed(target).terms if target.exists() else {}
+        if url.fragment not in terms:
+            problems.append(f"glossary link {text!r} points at #{url.fragment}, which is not a glossary entry")
+            continue
+        term = terms[url.fragment].strip().rstrip("#¶").strip()
+        if not _stems(text) & _stems(term):
+            problems.append(f"glossary link {text!r} lands on the entry {term!r}, which it does not name")
+    return problems
+
+
+# ---- text rules: raw TeX and notes from writing the book ------------------------------------
+
+# TeX that MathJax did not typeset: a control word (\frac, \partial, \top), a spacing or brace
+# command, math delimiters, or a braced sub- or superscript. Typeset math is not in the text.
+RAW_TEX = re.compile(
+    r"\$\$"
+    r"|(?<![\\$\w])\$(?=[^\s$\d])[^$\n]{1,300}?(?<![\s\\])\$(?![\w$])"  # a $...$ pair, as MyST reads one
+    r"|\\(?:[A-Za-z]{2,}|[,;!{}]|[()\[\]])"
+    r"|[_^]\{"
+)
+
+# What the reader should never see: left from writing, testing or reviewing the book.
+AUTHOR_NOTES: list[tuple[str, re.Pattern]] = [
+    ("a test marker", re.compile(r"\bNBVAL_\w*|\bPYTEST_VALIDATE\w*")),
+    ("a linter marker", re.compile(r"#\s*noqa\b|\bnoqa:\s*[A-Z]+\d+|#\s*type:\s*ignore|#\s*pragma:\s*no cover"
+                                   r"|#\s*fmt:\s*(?:off|on|skip)\b")),
+    ("a to-do marker", re.compile(r"\b(?:TODO|FIXME|XXX|TBD)\b")),
+    ("a reference to the project's issues", re.compile(r"\b(?:issues?|PR|pull request)\s*#?\d+\b", re.I)),
+    ("a note about the lesson it came from", re.compile(r"\bsource lesson|\bchapter this (?:lab|lesson|page) follows",
+                                                        re.I)),
+    ("a note about an earlier draft", re.compile(r"\b(?:an? |the )?(?:earlier|previous|older|first|old) "
+                                                 r"(?:version|draft) of this (?:page|lesson|notebook|chapter)", re.I)),
+    ("a version name from the project", re.compile(r"\bseed 0\d\d\b", re.I)),
+    ("a note about the authors' machines", re.compile(r"\bhelpers?['’]?s?['’]? jobs?\b|\bother helpers\b", re.I)),
+]
+
+
+def _context(text: str, start: int, end: int, width: int = 30) -> str:
+    """The match with a little text either side, on one line."""
+    left, right = max(0, start - width), min(len(text), end + width)
+    snippet = " ".join(text[left:right].split())
+    return ("…" if left else "") + snippet + ("…" if right < len(text) else "")
+
+
+def _where(block: dict) -> str:
+    folded = ", folded" if block.get("folded") else ""
+    kind = {"prose": "text", "code": "code", "output": "printed output"}[block["kind"]]
+    return f'{kind} near "{block["near"]}"{folded}, "{block["first"]}"'
+
+
+def raw_tex(blocks: list[dict], width: str = "any width") -> list[Problem]:
+    """Raw TeX in the prose a reader sees. Code and printed output aside: a plot label's TeX is code,
+    and a printed repr's escapes ("\\nQuery") are not TeX."""
+    out = []
+    for block in blocks:
+        if block["kind"] != "prose":
+            continue
+        found = list(RAW_TEX.finditer(block["text"]))
+        if found:
+            first = found[0]
+            out.append(Problem("raw-tex", f"{width}: raw TeX '{_context(block['text'], first.start(), first.end())}' "
+                                          f"({len(found)} piece{'s' if len(found) > 1 else ''}) in {_where(block)}"))
+    return out
+
+
+def author_notes(blocks: list[dict], width: str = "any width") -> list[Problem]:
+    """Markers and notes left from writing the book, anywhere in a page's text, code and outputs."""
+    out = []
+    for block in blocks:
+        for what, pattern in AUTHOR_NOTES:
+            m = pattern.search(block["text"])
+            if m:
+                context = _context(block["text"], m.start(), m.end())
+                out.append(Problem("author-note", f"{width}: {what} '{m.group(0)}' ('{context}') in {_where(block)}"))
+    return out
+
+
+# ---- layout rules ------------------------------------------------------------------------
+
+
+def cut_problems(found: list[dict], width: str) -> list[Problem]:
+    """Figures, tables, outputs, widgets and diagrams a reader cannot see whole (measure.js `cut`)."""
+    out = []
+    for f in found:
+        hidden = f["full"] - f["shown"]
+        if hidden <= CUT_TOLERANCE_PX:
+            continue
+        share = 100 * hidden / f["full"]
+        out.append(Problem("cut", f'{width}: {f["what"]} near "{f["near"]}" is cut: {f["shown"]} of its {f["full"]} px '
+                                  f"show ({hidden} px, {share:.0f}% hidden or behind a sideways scroll)"))
+    return out
+
+
+def mermaid_text_problems(diagrams: list[dict], width: str) -> list[Problem]:
+    """A diagram's smallest label as drawn: its font size times the diagram's scale."""
+    out = []
+    for d in diagrams:
+        drawn = d["fontPx"] * d["scale"]
+        if drawn < MERMAID_TEXT_MIN_PX - 1e-6:
+            fits = d["column"] * d["fontPx"] / MERMAID_TEXT_MIN_PX
+            out.append(Problem("mermaid-text", f'{width}: {d["what"]} near "{d["near"]}": its labels are drawn at '
+                                               f"{drawn:.1f} px (at least {MERMAID_TEXT_MIN_PX:g}); it is "
+                                               f'{d["naturalWidth"]:.0f} px wide at full size and shrunk to '
+                                               f'{d["drawnWidth"]:.0f} px, legible up to {fits:.0f} px'))
+    return out
+
+
+def math_size_problems(sizes: dict, width: str) -> list[Problem]:
+    """Display math much smaller than the page's inline math, where it would fit at that size."""
+    out = []
+    for d in sizes["display"]:
+        reference = statistics.median(sizes["inline"]) if sizes["inline"] else d["bodyPx"]
+        if d["fontPx"] >= MATH_MIN_SHARE * reference:
+            continue
+        at_full = d["width"] * reference / d["fontPx"]
+        if at_full <= d["column"] + 1:
+            out.append(Problem("math-size", f'{width}: display equation "{d["what"]}" near "{d["near"]}" is drawn at '
+                                            f'{d["fontPx"]:.1f} px, {100 * d["fontPx"] / reference:.0f}% of the '
+                                            f"page's math ({reference:.1f} px), though at full size it fits "
+                                            f'({at_full:.0f} px in {d["column"]})'))
+    return out
+
+
+# ---- figures ----------------------------------------------------------------------------
+
+
+def _image_data(src: str) -> str:
+    head, _, data = src.partition(",")
+    return data.strip() if head.endswith(";base64") else unquote(data).strip()
+
+
+def _stored_images(outputs: list[dict]) -> list[str]:
+    found = []
+    for out in outputs:
+        data = out.get("data", {})
+        if "image/svg+xml" in data:
+            found.append("".join(data["image/svg+xml"]).strip())
+        elif "image/png" in data:
+            found.append("".join(data["image/png"]).replace("\n", "").strip())
+    return found
+
+
+def figure_width_pt(data: bytes) -> float | None:
+    """The drawn width of a matplotlib figure in points: an SVG's width="...pt", or a PNG's pixel
+    width over its pHYs resolution (matplotlib writes the dpi it rendered at; retina is 2x)."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        width, at, ppm = struct.unpack(">I", data[16:20])[0], data.find(b"pHYs"), None
+        if at > 0:
+            ppx, _, unit = struct.unpack(">IIB", data[at + 4:at + 13])
+            ppm = ppx if unit == 1 else None
+        return width / (ppm * 0.0254) * 72 if ppm else None
+    m = re.search(rb'<svg[^>]*?\swidth="([\d.]+)pt"', data[:4000])
+    return float(m.group(1)) if m else None
+
+
+def _figure_bytes(root: Path, page_url: str, src: str) -> bytes | None:
+    if src.startswith("data:"):
+        data = _image_data(src)
+        return base64.b64decode(data) if src.partition(",")[0].endswith(";base64") else data.encode()
+    path = root / urlparse(urljoin(page_url, src)).path.lstrip("/")
+    return path.read_bytes() if path.is_file() else None
+
+
+def figure_text_problem(name: str, near: str, shown_px: float, width_pt: float, width: str) -> Problem | None:
+    """FIGURE_MIN_PT-point text drawn `shown_px` wide for `width_pt` points: at least FIGURE_TEXT_MIN_PX?"""
+    px = FIGURE_MIN_PT * shown_px / width_pt
+    if px >= FIGURE_TEXT_MIN_PX - 1e-6:
+        return None
+    fit_in = PHONE_COLUMN_PX * FIGURE_MIN_PT / FIGURE_TEXT_MIN_PX / 72
+    return Problem("figure-text", f'{width}: {name} near "{near}": its smallest text ({FIGURE_MIN_PT} pt) is drawn at '
+                                  f"{px:.1f} px (at least {FIGURE_TEXT_MIN_PX:g}): {width_pt / 72:.1f} in wide, shown "
+                                  f"{shown_px:.0f} px wide (for a phone, draw it at most {fit_in:.1f} in wide at "
+                                  f"{FIGURE_MIN_PT} pt text, panels stacked)")
+
+
+def check_figure_text(page, root: Path, width: str) -> list[Problem]:
+    out = []
+    for fig in page.evaluate("() => bookCheck.shownFigures()"):
+        data = _figure_bytes(root, page.url, fig["src"])
+        points = figure_width_pt(data) if data else None
+        if not points:
+            out.append(Problem("figure-text", f"{width}: {fig['name']}: cannot tell its size in points "
+                                              "(a PNG without pHYs?)"))
+            continue
+        problem = figure_text_problem(fig["name"], fig["near"], fig["shown"], points, width)
+        if problem:
+            out.append(problem)
+    return out
+
+
+# ---- sliders ----------------------------------------------------------------------------
+
+TIME_RE = re.compile(r"<em>About \d+ minutes to read and run")
+STATE_RE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>', re.S)
+
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.replace("\xa0", " ").splitlines() if line.strip()]
+
+
+def check_sliders(page, html: str) -> tuple[list[str], int]:
+    """Move every live slider through every position (other choices: a step each way); (problems, positions)."""
+    problems: list[str] = []
+    match = STATE_RE.search(html)
+    specs = live_sliders(json.loads(match.group(1))) if match else []
+    others = page.evaluate(
+        "() => [...document.querySelectorAll('.widget-slider')].filter(s => !s.closest('.labs-live-slider')).length")
+    if others:
+        problems.append(f"{others} slider(s) not made with the course's live_slider: their output cannot follow "
+                        "them without a kernel")
+    if not specs:
+        return problems, 0
+    found = page.evaluate("ids => bookCheck.markSliders(ids)", [s.model_id for s in specs])
+    specs.sort(key=lambda s: found.index(s.model_id) if s.model_id in found else len(found))  # page order
+    checked = 0
+    for n, spec in enumerate(specs, 1):
+        if spec.model_id not in found:
+            problems.append(f"live slider {n}: not rendered on the page")
+            continue
+        box = page.locator(f'[data-check-id="{spec.model_id}"]')
+        handle = box.locator(".noUi-handle")
+        name = f"live slider {n} ({spec.labels[0]} .. {spec.labels[-1]})"
+
+        def expect(i: int, j: int, how: str) -> bool:
+            want_text = _lines(spec.text(i, j))
+            want_images = _stored_images(spec.outputs[(j, i)])
+
+            def seen() -> dict:
+                return box.evaluate("box => bookCheck.sliderShown(box)")
+
+            shown = seen()
+            # The widget manager swaps the output within milliseconds; the limit is generous so that
+            # the check holds while make test runs the notebooks beside it on the same cores.
+            deadline = time.monotonic() + SLIDER_WAIT_S
+            while True:
+                if (shown["readout"] == spec.labels[i] and _lines(shown["text"]) == want_text
+                        and [_image_data(s) for s in shown["images"]] == want_images):
+                    return True
+                if time.monotonic() > deadline:
+                    break
+                page.wait_for_timeout(10)
+                shown = seen()
+            where = f"position {spec.labels[i]!r}" + (f", choice {spec.choice_labels[j]!r}" if spec.choice_labels
+                                                      else "")
+            if shown["readout"] != spec.labels[i]:
+                problems.append(f"{name}: {how}, the readout shows {shown['readout']!r}, expected {spec.labels[i]!r}")
+            elif _lines(shown["text"]) != want_text:
+                got = " / ".join(_lines(shown["text"]))[:120]
+                problems.append(f"{name}: {how}, at {where} the page shows {got!r}, not the stored output "
+                                f"{' / '.join(want_text)[:120]!r}")
+            else:
+                problems.append(f"{name}: {how}, at {where} the page shows {len(shown['images'])} image(s) that "
+                                f"are not the {len(want_images)} stored")
+            return False
+
+        def choose(j: int) -> None:
+            if spec.choice_kind == "Dropdown":
+                box.locator("select").select_option(index=j)
+            else:
+                box.locator(".widget-toggle-button").nth(j).click()
+
+        last = len(spec.labels) - 1
+        first = spec.choice_start if spec.choice_labels else 0
+        for j in [first] + [k for k in range(len(spec.choice_labels)) if k != first]:
+            if spec.choice_labels:
+                choose(j)
+            ok = expect(spec.start, j, f"choice {j + 1} chosen")
+            i = spec.start
+            handle.focus()
+            # Under the first choice the slider visits every position and comes back (the way back
+            # checks where it lands); under the others one step each way is enough to show the link
+            # (the classroom tests prove every stored position equals what the function prints).
+            stops = ((("ArrowLeft", 0), ("ArrowRight", last), ("ArrowLeft", spec.start)) if j == first else
+                     (("ArrowRight", min(spec.start + 1, last)), ("ArrowLeft", max(spec.start - 1, 0)),
+                      ("ArrowRight", spec.start)))
+            for leg, (key, stop) in enumerate(stops):
+                each = not (j == first and leg == 2)
+                while ok and i != stop:
+                    page.keyboard.press(key)
+                    i += 1 if key == "ArrowRight" else -1
+                    if each or i == stop:
+                        ok = expect(i, j, f"after {key}")
+                        checked += 1
+            if not ok:
+                break
+        if ok:
+            if spec.choice_labels:
+                choose(spec.choice_start)
+            expect(spec.start, spec.choice_start, "back at the start")
+    return problems, checked
+
+
+# ---- one page ---------------------------------------------------------------------------
+
+
+def settle(page) -> None:
+    """Wait until the page has laid itself out again after a change: two animation frames, and
+    the transitions it started (the theme slides its sidebar away when the window narrows)."""
+    page.evaluate("() => bookCheck.settle()")
+
+
+def measure_width(page, root: Path, width: str) -> list[Problem]:
+    """The layout rules at one width, with every <details> open (an answer or a folded cell is
+    read opened)."""
+    page.evaluate("() => bookCheck.openDetails()")
+    settle(page)
+    try:
+        found = [Problem(p["rule"], f"{width}: {p['text']}")
+                 for p in page.evaluate("a => bookCheck.legibility(a)", [width == "390 px", MERMAID_MIN[width]])]
+        found += cut_problems(page.evaluate("() => bookCheck.cut()"), width)
+        found += mermaid_text_problems(page.evaluate("() => bookCheck.mermaidText()"), width)
+        found += math_size_problems(page.evaluate("() => bookCheck.mathSizes()"), width)
+        found += check_figure_text(page, root, width)
+    finally:
+        page.evaluate("() => bookCheck.restoreDetails()")
+    return found
+
+
+@dataclass
+class PageResult:
+    problems: list[Problem]
+    summary: str
+
+
+def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) -> PageResult:
+    """Every rule on one page, at 1280 px and then at 390 px."""
+    rel = path.relative_to(root).as_posix()
+    url = f"{base_url}/{rel}"
+    problems: list[Problem] = []
+    console: list[str] = []
+    outside: list[str] = []
+    failed: list[str] = []
+
+    page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: console.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: failed.append(r.url) if r.url.startswith(base_url) else None)
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+
+    def route(r):
+        host = urlparse(r.request.url).hostname
+        if r.request.url.startswith(("data:", "blob:")) or host == "127.0.0.1":
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.set_viewport_size({"width": DESKTOP[0], "height": DESKTOP[1]})
+    page.goto(url, wait_until="load")
+    html = path.read_text(errors="replace")
+    if "<article" not in html:  # a redirect page (the root index.html): it works offline, nothing to measure
+        page.wait_for_timeout(300)
+        problems += [Problem("console", f"console error: {m[:200]}") for m in console
+                     if not any(k.search(m) for k in KNOWN_CONSOLE)]
+        return PageResult(problems, "a redirect")
+
+    page.evaluate(MEASURE_JS)
+
+    def hard(rule: str, items: list[str]) -> None:
+        problems.extend(Problem(rule, item) for item in items)
+
+    has_math = 'class="math' in html
+    if has_math:
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20000)
+        page.evaluate("() => MathJax.startup.promise")
+        if page.locator("mjx-container").count() == 0:
+            hard("math", ["math on the page but nothing typeset"])
+    mermaid = page.locator("pre.mermaid, div.mermaid").count()
+    if mermaid:
+        try:
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('pre.mermaid, div.mermaid')].every(e => e.querySelector('svg'))",
+                timeout=20000,
+            )
+        except Exception:
+            drawn = page.locator("pre.mermaid svg, div.mermaid svg").count()
+            hard("mermaid", [f"{mermaid - drawn} of {mermaid} mermaid diagrams not drawn"])
+    views = html.count("application/vnd.jupyter.widget-view+json")
+    positions = 0
+    if views:
+        try:
+            page.wait_for_function(
+                "n => document.querySelectorAll('.jupyter-widgets.widget-container, .jupyter-widgets.widget-box,"
+                " .widget-slider, .widget-dropdown, .widget-vbox, .widget-hbox').length >= n",
+                arg=1,
+                timeout=20000,
+            )
+        except Exception:
+            hard("widgets", ["saved widgets on the page but none rendered"])
+        unrendered = page.evaluate(
+            "() => [...document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]')]"
+            ".filter(s => !(s.previousElementSibling && s.previousElementSibling.classList.contains('jupyter-widgets'))"
+            " && !(s.parentElement && s.parentElement.querySelector('.jupyter-widgets'))).length"
+        )
+        if unrendered:
+            hard("widgets", [f"{unrendered} saved widget views not rendered"])
+        slider_problems, positions = check_sliders(page, html)
+        hard("sliders", slider_problems)
+    hard("images", [f"broken image {src}" for src in page.evaluate(
+        "() => [...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")])
+    hrefs = page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))")
+    hard("links", check_links(root, path, hrefs, url))
+
+    page.evaluate("() => { if (document.activeElement) document.activeElement.blur(); window.scrollTo(0, 0); }")
+    blocks = page.evaluate("() => bookCheck.blocks()")
+    problems += raw_tex(blocks) + author_notes(blocks)
+    if rel.startswith("notebooks/"):
+        time_at, title = TIME_RE.search(html), html.find("<h1", max(html.find("<article"), 0))
+        section = html.find("<h2", title) if title >= 0 else -1  # the lesson's first section
+        if not time_at or (section >= 0 and time_at.start() > section):
+            problems.append(Problem("time-estimate", "no time estimate at the top of the lesson (a line '*About N "
+                                                     "minutes to read and run; ...*' before the first section)"))
+        problems += [Problem("figure-caption", f"a figure without a numbered caption (cell metadata "
+                                               f"mystnb.figure): {alt!r}")
+                     for alt in page.evaluate("() => bookCheck.unnumberedFigures()")]
+    problems += [Problem("glossary", f"1280 px: {p}")
+                 for p in check_glossary_links(root, page.evaluate("() => bookCheck.glossaryLinks()"), url)]
+
+    name = rel.replace("/", "__").removesuffix(".html")
+    for width, (w, h) in WIDTHS.items():
+        if w != DESKTOP[0]:
+            page.set_viewport_size({"width": w, "height": h})
+            settle(page)
+        problems += measure_width(page, root, width)
+        if shots:
+            page.evaluate("() => window.scrollTo(0, 0)")
+            page.screenshot(path=str(shots / f"{name}-{'desktop' if w == DESKTOP[0] else 'phone'}.png"),
+                            full_page=True)
+
+    hard("console", [f"console error: {m[:200]}" for m in console if not any(k.search(m) for k in KNOWN_CONSOLE)])
+    hard("network", [f"tried to reach the network: {u}" for u in sorted(set(outside))])
+    hard("requests", [f"failed request: {u}" for u in sorted(set(failed))])
+    summary = (f"math {'yes' if has_math else 'no'}, mermaid {mermaid}, widgets {views}, "
+               f"slider positions checked {positions}")
+    return PageResult(problems, summary)
+
+
+# ---- page weights ------------------------------------------------------------------------
+
+IMG_RE = re.compile(r'<img[^>]+src="([^"]+)"')
+
+
+def page_weights(root: Path, pages: list[Path]) -> dict:
+    """Bytes of each page (its HTML, stored outputs inline, plus the _images it loads) and of the book."""
+    weights = {}
+    for path in pages:
+        total = path.stat().st_size
+        for src in set(IMG_RE.findall(path.read_text(errors="replace"))):
+            if src.startswith("data:"):
+                continue
+            image = (path.parent / unquote(urlparse(src).path)).resolve()
+            if image.is_file() and root in image.parents:
+                total += image.stat().st_size
+        weights[path.relative_to(root).as_posix()] = total
+    book = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+    return {"pages": weights, "total_bytes": book, "page_limit_bytes": PAGE_LIMIT, "book_limit_bytes": BOOK_LIMIT}
+
+
+def weight_problems(weights: dict) -> list[Problem]:
+    out = [Problem("weight", f"{rel} weighs {size / 1e6:.2f} MB (limit {PAGE_LIMIT / 1e6:.0f} MB)")
+           for rel, size in weights["pages"].items() if size > PAGE_LIMIT]
+    if weights["total_bytes"] > BOOK_LIMIT:
+        out.append(Problem("weight", f"the built book weighs {weights['total_bytes'] / 1e6:.1f} MB "
+                                     f"(limit {BOOK_LIMIT / 1e6:.0f} MB)"))
+    return out
+
+
+def report(results: dict[str, PageResult]) -> str:
+    """Every problem, by rule then page: the list a person works through."""
+    by_rule: dict[str, dict[str, list[str]]] = {}
+    for rel, result in results.items():
+        for p in result.problems:
+            by_rule.setdefault(p.rule, {}).setdefault(rel, []).append(p.text)
+    total = sum(len(r.problems) for r in results.values())
+    lines = [f"Browser check: {len(results)} pages, {total} problems", ""]
+    lines += [f"  {rule:15} {sum(len(v) for v in pages.values()):4}" for rule, pages in sorted(by_rule.items())]
+    for rule, pages in sorted(by_rule.items()):
+        lines += ["", f"## {rule}"]
+        for rel, texts in pages.items():
+            lines += ["", f"{rel}:"] + [f"  - {t}" for t in texts]
+    return "\n".join(lines) + "\n"

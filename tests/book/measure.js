@@ -1,0 +1,278 @@
+// What the browser check measures on a page, in the page: tests/book/browser.py loads this file
+// into each page (window.bookCheck) and calls its functions. Each returns plain data; the rules
+// that need no browser (raw TeX, author notes, figure sizes) are applied in Python.
+window.bookCheck = (() => {
+  const articleOf = () => document.querySelector('article.bd-article') || document.querySelector('main');
+
+  const squash = text => (text || '').replace(/[#¶]/g, '').replace(/\s+/g, ' ').trim();
+  const words = (text, n = 60) => { const s = squash(text); return s.length > n ? s.slice(0, n - 1) + '…' : s; };
+
+  // The heading the element sits under, for the reader of a failure message.
+  const near = (el, article) => {
+    let node = el;
+    while (node && node !== article) {
+      let prev = node.previousElementSibling;
+      while (prev) {
+        const inside = prev.querySelectorAll('h1,h2,h3,h4');  // the last heading before the element
+        const h = prev.matches('h1,h2,h3,h4') ? prev : inside[inside.length - 1];
+        if (h) return words(h.textContent, 50);
+        prev = prev.previousElementSibling;
+      }
+      node = node.parentElement;
+    }
+    return 'top of page';
+  };
+
+  const shown = el => el.offsetParent !== null && el.getBoundingClientRect().width > 0;
+  const inWidget = el => el.closest('.jupyter-widgets, .widget-output, .labs-live-slider');
+  const isOutput = el => el.closest('.cell_output, .jupyter-widgets, .widget-output, .jp-OutputArea');
+
+  // How an element reads: a figure's caption, a table's first row, an output's first line.
+  const describe = el => {
+    if (el.matches('img')) {
+      const f = el.closest('figure'), n = f && f.querySelector('.caption-number');
+      if (n) return `${squash(n.textContent)} "${words(f.querySelector('figcaption').textContent.replace(n.textContent, ''), 50)}"`;
+      if (inWidget(el)) return 'the figure of a slider';
+      return `image "${words(el.getAttribute('alt') || el.getAttribute('src'), 50)}"`;
+    }
+    if (el.matches('table')) {
+      const cap = el.querySelector('caption');
+      const row = el.querySelector('tr');
+      return `table "${words(cap ? cap.textContent : (row ? row.textContent : el.textContent), 50)}"`;
+    }
+    if (el.matches('pre')) {
+      const line = el.textContent.split('\n').find(l => l.trim()) || '';
+      return `${inWidget(el) ? "a slider's printed output" : 'printed output'} "${words(line, 50)}"`;
+    }
+    if (el.matches('svg')) {
+      const label = [...el.querySelectorAll('.nodeLabel, text')].find(l => squash(l.textContent));
+      return `diagram "${words(label ? label.textContent : '', 40)}"`;
+    }
+    return `widget "${words(el.innerText, 50)}"`;
+  };
+
+  // The part of an element a reader sees without scrolling sideways: its own scroll box (an
+  // element that scrolls inside itself shows clientWidth of scrollWidth), then every ancestor
+  // that clips or scrolls, then the window.
+  const visibleWidth = el => {
+    const r = el.getBoundingClientRect();
+    const scrolls = !el.matches('img, svg, table') && el.scrollWidth > el.clientWidth + 1;
+    const full = scrolls ? el.scrollWidth : r.width;
+    let left = r.left + (scrolls ? el.clientLeft : 0);
+    let right = scrolls ? left + el.clientWidth : r.right;
+    for (let a = el.parentElement; a && a !== document.documentElement; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX === 'visible') continue;
+      const ar = a.getBoundingClientRect();
+      left = Math.max(left, ar.left + a.clientLeft);
+      right = Math.min(right, ar.left + a.clientLeft + a.clientWidth);
+    }
+    left = Math.max(left, 0);
+    right = Math.min(right, document.documentElement.clientWidth);
+    return {full, shown: Math.max(0, right - left)};
+  };
+
+  // Figures, tables, printed outputs, widget outputs and diagrams that a reader cannot see whole.
+  const cut = () => {
+    const article = articleOf();
+    if (!article) return [];
+    const candidates = [
+      ...article.querySelectorAll('img, table'),
+      ...[...article.querySelectorAll('pre')].filter(isOutput),
+      ...article.querySelectorAll('.cell_output .jupyter-widgets.widget-container, .cell_output .jupyter-widgets.widget-box'),
+      ...article.querySelectorAll('.mermaid > svg'),
+    ].filter(shown);
+    const found = [];
+    for (const el of candidates) {
+      const {full, shown: seen} = visibleWidth(el);
+      if (full - seen > 1) found.push({el, full, seen});
+    }
+    // Report the innermost: a widget box is cut because of what it holds.
+    return found
+      .filter(f => !found.some(g => g !== f && f.el.contains(g.el)))
+      .map(f => ({what: describe(f.el), near: near(f.el, article), full: Math.round(f.full),
+                  shown: Math.round(f.seen)}));
+  };
+
+  // The legibility rules of issue 15 (the 1280 px ones only at 1280 px).
+  const legibility = ([phone, mermaidMin]) => {
+    const out = [];
+    const article = articleOf();
+    if (!article) return out;  // a redirect page (the root index.html) has nothing to measure
+    const wide = el => el.closest('.wide, .tag_wide');
+    if (!phone) {
+      for (const pre of article.querySelectorAll('pre')) {
+        if (pre.closest('.mermaid') || wide(pre) || pre.offsetParent === null) continue;
+        if (pre.scrollWidth > pre.clientWidth + 1) {
+          const kind = isOutput(pre) ? 'output' : 'code';
+          const line = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+          out.push({rule: 'code-scroll', text: `${kind} block scrolls sideways (${pre.scrollWidth} px in ${pre.clientWidth}) `
+                   + `near "${near(pre, article)}": ${line.length} characters in "${line.trim().slice(0, 60)}"`});
+        }
+      }
+    }
+    for (const c of article.querySelectorAll('mjx-container[display="true"]')) {
+      const math = c.querySelector('mjx-math');
+      const column = c.parentElement.clientWidth;
+      const width = math ? math.getBoundingClientRect().width : c.scrollWidth;
+      if (width > column + 1) {
+        out.push({rule: 'equation-wide', text: `display equation wider than its column (${Math.round(width)} px in `
+                 + `${column}) near "${near(c, article)}": split it`});
+      }
+    }
+    for (const svg of article.querySelectorAll('.mermaid > svg')) {
+      const box = svg.viewBox && svg.viewBox.baseVal;
+      const drawn = svg.getBoundingClientRect();
+      if (!box || !box.width || !box.height) continue;
+      const scale = Math.min(drawn.width / box.width, drawn.height / box.height);  // the SVG is fitted, not cut
+      if (scale < mermaidMin - 1e-3) {
+        out.push({rule: 'mermaid-scale', text: `${describe(svg)} near "${near(svg, article)}" drawn at ${scale.toFixed(2)} `
+                 + `of its natural size (at least ${mermaidMin})`});
+      }
+    }
+    const page = document.documentElement.scrollWidth;
+    if (page > window.innerWidth + 1) {
+      const unclipped = e => {  // nothing between it and the page would scroll or clip it
+        for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+          if (getComputedStyle(a).overflowX !== 'visible') return false;
+        }
+        return true;
+      };
+      const culprits = [...document.body.querySelectorAll('*')]
+        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && e.getBoundingClientRect().width > 0)
+        .filter(unclipped)
+        .slice(0, 3).map(e => `<${e.tagName.toLowerCase()} class="${e.className}"> near "${near(e, article)}"`);
+      out.push({rule: 'page-scroll', text: `the page scrolls sideways (${page} px wide in ${window.innerWidth}): `
+               + culprits.join('; ')});
+    }
+    return out;
+  };
+
+  // Mermaid labels as drawn: their font size times the diagram's scale.
+  const mermaidText = () => {
+    const article = articleOf();
+    if (!article) return [];
+    const out = [];
+    for (const svg of article.querySelectorAll('.mermaid > svg')) {
+      const box = svg.viewBox && svg.viewBox.baseVal;
+      const drawn = svg.getBoundingClientRect();
+      if (!box || !box.width || !drawn.width) continue;
+      const scale = drawn.width / box.width;
+      const labels = [...svg.querySelectorAll('.nodeLabel, .edgeLabel, text')].filter(l => squash(l.textContent));
+      if (!labels.length) continue;
+      const size = Math.min(...labels.map(l => parseFloat(getComputedStyle(l).fontSize)));
+      out.push({what: describe(svg), near: near(svg, article), fontPx: size, scale, naturalWidth: box.width,
+                drawnWidth: drawn.width, column: svg.parentElement.clientWidth});
+    }
+    return out;
+  };
+
+  // Display equations: their size against the page's inline math, and whether they would fit at it.
+  const mathSizes = () => {
+    const article = articleOf();
+    if (!article) return {inline: [], display: []};
+    const inline = [...article.querySelectorAll('mjx-container:not([display="true"])')]
+      .filter(shown).map(c => parseFloat(getComputedStyle(c).fontSize));
+    const display = [...article.querySelectorAll('mjx-container[display="true"]')].filter(shown).map(c => {
+      const math = c.querySelector('mjx-math');
+      return {fontPx: parseFloat(getComputedStyle(c).fontSize), width: (math || c).getBoundingClientRect().width,
+              column: c.parentElement.clientWidth, bodyPx: parseFloat(getComputedStyle(c.parentElement).fontSize),
+              what: words(c.querySelector('mjx-assistive-mml') ? c.querySelector('mjx-assistive-mml').textContent
+                          : c.textContent, 40),
+              near: near(c, article)};
+    });
+    return {inline, display};
+  };
+
+  // The article's text, block by block, as a reader meets it: prose, code or printed output, and
+  // whether it is folded away (inside a closed <details>). Typeset math is left out (MathJax's
+  // output is not TeX); TeX that MathJax did not typeset stays in the text.
+  const blocks = () => {
+    const article = articleOf();
+    if (!article) return [];
+    const BLOCK = 'p, li, dt, dd, td, th, h1, h2, h3, h4, h5, h6, figcaption, caption, summary, pre, blockquote, '
+                  + '.nodeLabel, .edgeLabel, div.math, .widget-readout, .widget-label';
+    const skip = 'mjx-container, script, style, .headerlink, .MathJax';
+    const groups = new Map();
+    const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const parent = node.parentElement;
+      if (!parent || parent.closest(skip)) continue;  // (white space kept: it separates words and lines)
+      const block = parent.closest(BLOCK) || parent;
+      const kind = isOutput(parent) ? 'output' : (parent.closest('pre, code, .highlight') ? 'code' : 'prose');
+      const key = block;
+      if (!groups.has(key)) groups.set(key, {block, parts: {prose: [], code: [], output: []}});
+      groups.get(key).parts[kind].push(node.nodeValue);
+    }
+    const out = [];
+    for (const {block, parts} of groups.values()) {
+      const folded = !!block.closest('details:not([open])') || (block.offsetParent === null && !block.closest('svg'));
+      const first = words(block.innerText || block.textContent, 60);
+      for (const kind of ['prose', 'code', 'output']) {
+        if (parts[kind].join('').trim()) out.push({kind, text: parts[kind].join(''), first, near: near(block, article), folded});
+      }
+    }
+    return out;
+  };
+
+  // Every figure shown in a cell output (a slider's current one included): its source and drawn width.
+  const shownFigures = () => [...document.querySelectorAll('.cell_output img')]
+    .filter(shown)
+    .map(i => ({src: i.getAttribute('src') || '', shown: i.getBoundingClientRect().width,
+                name: describe(i), near: near(i, articleOf())}));
+
+  // Lesson figures: images in stored cell outputs (widget views aside) that lack a "Fig. N" caption.
+  const unnumberedFigures = () => [...document.querySelectorAll('.cell_output img')]
+    .filter(i => !inWidget(i))
+    .filter(i => { const f = i.closest('figure'); return !(f && f.querySelector('figcaption .caption-number')); })
+    .map(i => (i.getAttribute('alt') || i.getAttribute('src') || '').slice(0, 80));
+
+  const glossaryLinks = () => {
+    const article = articleOf();
+    if (!article) return [];
+    return [...article.querySelectorAll('a[href]')]
+      .filter(a => new URL(a.href, location.href).pathname.endsWith('/glossary.html')
+                   && new URL(a.href, location.href).pathname !== location.pathname)
+      .map(a => ({href: a.getAttribute('href'), text: a.textContent}));
+  };
+
+  // ---- sliders: the check moves each live slider and reads what it shows ----------------------
+
+  // Mark each live slider box whose widget view names one of these model ids; the ids found.
+  const markSliders = ids => {
+    const found = [];
+    for (const s of document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')) {
+      let id;
+      try { id = JSON.parse(s.textContent).model_id; } catch (e) { continue; }
+      if (!ids.includes(id)) continue;
+      const prev = s.previousElementSibling;
+      const box = prev && (prev.matches('.labs-live-slider') ? prev : prev.querySelector('.labs-live-slider'));
+      if (box) { box.setAttribute('data-check-id', id); found.push(id); }
+    }
+    return found;
+  };
+
+  // What a live slider shows now: its readout, its stack's text and images.
+  const sliderShown = box => {
+    const stack = box.querySelector('.labs-live-stack');
+    const readout = box.querySelector('.widget-readout');
+    const images = [...stack.querySelectorAll('img')].map(i => i.getAttribute('src') || '');
+    return {readout: readout ? readout.textContent.trim() : '', text: stack.innerText, images};
+  };
+
+  // After a change (a wider or narrower window, opened answers): two frames, and the transitions
+  // it started (the theme slides its sidebar away when the window narrows).
+  const settle = async () => {
+    const frame = () => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+    await frame();
+    const finite = document.getAnimations()
+      .filter(a => a.effect && a.effect.getComputedTiming().endTime !== Infinity);
+    await Promise.all(finite.map(a => a.finished.catch(() => null)));
+    await frame();
+  };
+
+  const openDetails = () => document.querySelectorAll('details').forEach(d => { d.dataset.wasOpen = d.open; d.open = true; });
+  const restoreDetails = () => document.querySelectorAll('details').forEach(d => { d.open = d.dataset.wasOpen === 'true'; });
+
+  return {cut, legibility, mermaidText, mathSizes, blocks, shownFigures, unnumberedFigures, glossaryLinks,
+          markSliders, sliderShown, settle, openDetails, restoreDetails};
+})();

@@ -1,0 +1,253 @@
+"""The browser check's rules that need no browser (tests/book/browser.py): raw TeX, notes left from
+writing, what is cut, diagram and figure text, display math size, glossary links, page weights,
+stored images; and the widget state the slider walk reads."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.book import browser
+from tests.book.widget_state import live_sliders
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bc():
+    return browser
+
+
+GLOSSARY = """<html><body><dl class="glossary">
+<dt id="term-Attention-mask">Attention mask<a class="headerlink" href="#term-Attention-mask">#</a></dt><dd>...</dd>
+<dt id="term-Chunking">Chunking<a class="headerlink" href="#term-Chunking">#</a></dt><dd>...</dd>
+<dt id="term-MRR-k">MRR@k<a class="headerlink" href="#term-MRR-k">#</a></dt><dd>...</dd>
+</dl><h2 id="not-a-term">Other</h2></body></html>"""
+
+
+@pytest.fixture()
+def book(tmp_path):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "glossary.html").write_text(GLOSSARY)
+    return tmp_path
+
+
+def links(*pairs):
+    return [{"href": href, "text": text} for text, href in pairs]
+
+
+def test_glossary_links_that_land_on_their_entry_pass(bc, book):
+    base = "http://127.0.0.1:8000/notebooks/01_pooling.html"
+    ok = links(("attention masks", "../book/glossary.html#term-Attention-mask"),
+               ("chunk", "../book/glossary.html#term-Chunking"),
+               ("MRR@10", "../book/glossary.html#term-MRR-k"),
+               ("the glossary", "../book/glossary.html"))
+    assert bc.check_glossary_links(book, ok, base) == []
+
+
+def test_glossary_links_that_miss_their_entry_are_reported(bc, book):
+    base = "http://127.0.0.1:8000/notebooks/01_pooling.html"
+    bad = links(("padding", "../book/glossary.html"),
+                ("padding", "../book/glossary.html#not-a-term"),
+                ("padding", "../book/glossary.html#term-Chunking"))
+    problems = bc.check_glossary_links(book, bad, base)
+    assert len(problems) == 3
+    assert "lands at the top of the glossary" in problems[0]
+    assert "not a glossary entry" in problems[1]
+    assert "lands on the entry 'Chunking', which it does not name" in problems[2]
+
+
+def test_page_weight_counts_the_html_and_the_images_it_loads(bc, tmp_path):
+    (tmp_path / "_images").mkdir()
+    (tmp_path / "_images" / "fig.png").write_bytes(b"x" * 1000)
+    (tmp_path / "_images" / "other.png").write_bytes(b"y" * 500)
+    page = tmp_path / "notebooks" / "01.html"
+    page.parent.mkdir()
+    html = '<img src="../_images/fig.png"><img src="../_images/fig.png"><img src="data:image/png;base64,AAAA">'
+    page.write_text(html)
+    weights = bc.page_weights(tmp_path, [page])
+    assert weights["pages"] == {"notebooks/01.html": len(html) + 1000}
+    assert weights["total_bytes"] == len(html) + 1500
+
+
+def test_shown_images_compare_with_the_stored_ones(bc):
+    svg = '<svg xmlns="http://www.w3.org/2000/svg"><text>a &amp; b</text></svg>'
+    from urllib.parse import quote
+
+    outputs = [{"output_type": "display_data", "data": {"image/svg+xml": svg}},
+               {"output_type": "display_data", "data": {"image/png": "iVBOR\nw0K"}}]
+    shown = ["data:image/svg+xml," + quote(svg), "data:image/png;base64,iVBORw0K"]
+    assert [bc._image_data(s) for s in shown] == bc._stored_images(outputs)
+
+
+@pytest.mark.parametrize("fmt, dpi", [("png", 100), ("png", 200), ("svg", 72)])
+def test_figure_width_in_points_is_read_from_the_image_itself(bc, fmt, dpi):
+    """What the figure-text rule divides by: 5 in drawn at any dpi (retina is 2x) is 360 pt."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.plot([0, 1], [0, 1])
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=dpi)
+    plt.close(fig)
+    assert bc.figure_width_pt(buf.getvalue()) == pytest.approx(360, abs=0.5)
+
+
+def test_a_png_without_its_resolution_has_no_width_in_points(bc):
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 1, 8, 0, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(b"\x00\x00\x00")) + chunk(b"IEND", b""))
+    assert bc.figure_width_pt(png) is None
+
+
+# ---- raw TeX ---------------------------------------------------------------------------------
+
+
+def block(text: str, kind: str = "prose", folded: bool = False) -> dict:
+    return {"kind": kind, "text": text, "first": text[:60], "near": "The gradient, by hand", "folded": folded}
+
+
+def test_raw_tex_left_in_the_prose_is_found():
+    """Lesson 4 today: a markdown line starting with '+' inside inline math broke it in two."""
+    blocks = [block(r"and into W, which both sides share, $\partial L / \partial W = X^\top \partial L / \partial A_q"),
+              block(r"Y^\top \partial L / \partial A_p$."),
+              block("$$ L = 1 $$"), block(r"the share \(x\) of the row"), block("the shares s_{ij} of row i")]
+    problems = browser.raw_tex(blocks)
+    assert [p.rule for p in problems] == ["raw-tex"] * 5
+    assert "any width" in problems[0].text and "The gradient, by hand" in problems[0].text
+    assert "'…o W, which both sides share, $\\partial L / \\partial W" in problems[0].text
+    assert "(5 pieces)" in problems[0].text
+
+
+def test_dollars_and_backslashes_that_are_not_tex_pass():
+    blocks = [block("It costs $5 a month, or $50 a year."), block("a 10$ fee"),
+              block(r'plt.xlabel(r"$\tau$")', kind="code"),
+              block(r"'Instruct: Given a support question\nQuery:In Iris'", kind="output")]
+    assert browser.raw_tex(blocks) == []
+
+
+# ---- notes left from writing the book -------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, kind, what", [
+    ("# NBVAL_IGNORE_OUTPUT\nlive_slider(show, taus)", "code", "a test marker"),
+    ("cut = lambda v, d: v[:, :d]  # noqa: E731", "code", "a linter marker"),
+    ("The source lesson gives the same five starting points.", "prose", "the lesson it came from"),
+    ("(The chapter this lab follows reports a TF-IDF baseline.)", "prose", "the lesson it came from"),
+    ("(An earlier version of this page trained at lr 1.0.)", "prose", "an earlier draft"),
+    ("the course's seed 004, for Qwen3-Embedding-0.6B", "prose", "a version name"),
+    ("2 cores shared with about 6 other helpers' jobs", "output", "the authors' machines"),
+    ("TODO: a figure here", "prose", "a to-do marker"),
+    ("# FIXME", "code", "a to-do marker"),
+    ("as issue 15 asked", "prose", "the project's issues"),
+])
+def test_author_notes_are_found_in_prose_code_and_output(text, kind, what):
+    problems = browser.author_notes([block(text, kind=kind)])
+    assert len(problems) == 1 and problems[0].rule == "author-note"
+    assert what in problems[0].text and "The gradient, by hand" in problems[0].text
+
+
+def test_a_folded_note_is_found_and_says_so():
+    (problem,) = browser.author_notes([block("# NBVAL_IGNORE_OUTPUT", kind="code", folded=True)])
+    assert "folded" in problem.text
+
+
+@pytest.mark.parametrize("text", [
+    "one random seed for every source; seed 0 and seed 4 agree", "an issue with the password",
+    "a to-do list app", "the source of the lesson's data", "an earlier version of the model",
+])
+def test_ordinary_words_are_not_author_notes(text):
+    assert browser.author_notes([block(text)]) == []
+
+
+# ---- layout --------------------------------------------------------------------------------
+
+
+def test_a_cut_element_is_reported_with_its_size():
+    found = [{"what": 'Fig. 4.1 "Five words on a plane"', "near": "First intuition", "full": 554, "shown": 342},
+             {"what": 'printed output "steps"', "near": "The real grid", "full": 359, "shown": 358}]
+    (problem,) = browser.cut_problems(found, "390 px")
+    assert problem.rule == "cut"
+    assert problem.text.startswith('390 px: Fig. 4.1 "Five words on a plane" near "First intuition" is cut')
+    assert "342 of its 554 px show (212 px, 38% hidden" in problem.text
+
+
+def test_mermaid_labels_below_10_px_as_drawn_are_reported():
+    small = {"what": 'diagram "1 Pooling"', "near": "Course map", "fontPx": 16, "scale": 0.41,
+             "naturalWidth": 870, "drawnWidth": 358, "column": 358}
+    fine = dict(small, scale=0.7)
+    (problem,) = browser.mermaid_text_problems([small, fine], "390 px")
+    assert problem.rule == "mermaid-text"
+    assert "drawn at 6.6 px" in problem.text and "legible up to 573 px" in problem.text
+
+
+def test_display_math_shrunk_though_it_fits_is_reported():
+    shrunk = {"fontPx": 13.6, "width": 200, "column": 358, "bodyPx": 16, "what": "L = 1", "near": "The formula"}
+    too_wide = dict(shrunk, width=320)  # 470 px at full size: shrinking it is right
+    full = dict(shrunk, fontPx=20.4, width=300)
+    (problem,) = browser.math_size_problems({"inline": [20.4, 20.4], "display": [shrunk, too_wide, full]}, "390 px")
+    assert problem.rule == "math-size"
+    assert "drawn at 13.6 px, 67% of the page's math (20.4 px)" in problem.text and "(300 px in 358)" in problem.text
+    # A page without inline math compares with the body text.
+    assert browser.math_size_problems({"inline": [], "display": [dict(shrunk, fontPx=16)]}, "390 px") == []
+
+
+def test_figure_text_below_10_px_as_drawn_is_reported():
+    problem = browser.figure_text_problem('Fig. 1.1 "Token vectors"', "The real grid", 342, 7.1 * 72, "390 px")
+    assert problem.rule == "figure-text" and "drawn at 6.7 px" in problem.text and "at most 5.0 in wide" in problem.text
+    assert browser.figure_text_problem("Fig. 1.2", "x", 358, 4.9 * 72, "390 px") is None
+
+
+def test_the_report_counts_problems_by_rule_and_lists_them_by_page():
+    results = {"a.html": browser.PageResult([browser.Problem("cut", "390 px: x"), browser.Problem("raw-tex", "y")], ""),
+               "b.html": browser.PageResult([browser.Problem("cut", "390 px: z")], "")}
+    text = browser.report(results)
+    assert "2 pages, 3 problems" in text
+    assert "  cut                2" in text and "## cut" in text and "  - 390 px: z" in text
+
+
+# ---- the widget state the slider walk reads ---------------------------------------------------
+
+
+def test_live_sliders_are_read_back_from_a_widget_state():
+    def model(name, **state):
+        return {"model_name": name, "state": state}
+
+    outputs = [{"output_type": "stream", "name": "stdout", "text": f"value is {i}\n"} for i in range(3)]
+    state = {"state": {
+        "box": model("VBoxModel", _dom_classes=["labs-live-slider"], children=["IPY_MODEL_s", "IPY_MODEL_stack"]),
+        "s": model("SelectionSliderModel", _options_labels=["0", "1", "2"], index=1),
+        "stack": model("StackModel", _dom_classes=["labs-live-stack"], children=[f"IPY_MODEL_o{i}" for i in range(3)]),
+        **{f"o{i}": model("OutputModel", outputs=[outputs[i]]) for i in range(3)},
+        "other": model("VBoxModel", children=[]),
+    }}
+    (spec,) = live_sliders(state)
+    assert (spec.model_id, spec.labels, spec.start, spec.choice_labels) == ("box", ["0", "1", "2"], 1, [])
+    assert spec.text(2) == "value is 2\n" and spec.images(2) == 0 and not spec.live_only(2)
+
+
+# ---- what a plain `pytest tests` runs -------------------------------------------------------
+
+
+def test_a_folder_run_leaves_the_browser_modules_out_and_says_so():
+    run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          "--confcutdir", "tests/book", "tests/book"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "test_browser.py::" not in run.stdout and "test_lab.py::" not in run.stdout
+    assert "test_browser_rules.py::" in run.stdout
+    assert "tests/book/test_browser.py not run here: it drives a browser" in run.stdout
+    assert "tests/book/test_lab.py not run here: it drives a browser" in run.stdout
