@@ -14,13 +14,11 @@ import numpy as np
 import pytest
 
 import labs.classroom.exercises
-from labs.lessons.clip import steps_to_reach
-from labs.classroom.exercises.finetuning import FIRST_JUMP_B
 from labs.classroom.exercises.hard_negatives import best_in_batch_accuracy
 from labs.lessons.infonce import positive_share
 from labs.lessons.margin_toy import pull, push
 from labs.classroom.exercises.beyond_one_vector import PARAPHRASE_RANK
-from labs.classroom.exercises.clip import check_false_negative_floor
+from labs.classroom.exercises.clip import FLOOR_BATCH, check_false_negative_floor
 from labs.classroom.exercises.hard_negatives import check_best_in_batch, check_pull, check_push
 from labs.classroom.exercises.pooling import check_padding_safe_mode, check_unmasked_mean
 from labs.lessons.hard_negatives import SLIDER_SEED, train_bi_encoder
@@ -47,15 +45,20 @@ CASES = {
     "check_pull": (lambda: pull, lambda a, b, rate: (a, b), None),
     "check_push": (lambda: push, pull, None),
     "check_best_in_batch": (lambda: best_in_batch_accuracy(0.1), 0.0, None),
-    "check_chance_loss": (lambda: math.log(16), 1 / 16, f"{math.log(16):.2f}"),
-    "check_kept_epoch": (lambda: 2, 3, None),
-    "check_first_jump": (lambda: FIRST_JUMP_B, FIRST_JUMP_B - 1, None),  # the batch: notebook 05 asserts it
-    "check_uniform_table_loss": (lambda: math.log(3), 1 / 3, f"{math.log(3):.2f}"),
-    "check_steps_to_90": (lambda: steps_to_reach(0.9, tau=1.0, seed=0), 0, None),
-    "check_false_negative_floor": (lambda: math.log(2) / 2, math.log(2), "0.35"),
+    "check_chance_loss": (lambda: math.log(16), math.log(64), f"{math.log(16):.2f}"),
+    "check_ndcg_by_hand": (lambda: (1 + 1 / math.log2(5)) / (1 + 1 / math.log2(3)), 1.0, "0.877"),
+    "check_mrr_step": (lambda: 0.5 / 36, 0.5, "0.014"),
+    "check_gap_loss": (lambda: math.log(1 + 31 * math.exp(-1.5)), math.log(1 + math.exp(-1.5)), "2.07"),
+    "check_hub_table_loss": (lambda: (math.log(1 + math.exp(-1)) + math.log(1 + math.e) + 2 * math.log(2)) / 4,
+                             math.log(2), "0.753"),
+    "check_false_negative_floor": (lambda: (3 * math.log(3) + 2 * math.log(2)) / 6, math.log(3), "0.78"),
+    "check_best_share": (lambda: math.e ** 2 / (math.e ** 2 + 31), 1 / 32, "0.19"),
     "check_short_vector_bytes": (lambda: 64 * 4, 64, "256"),
     "check_smallest_shortlist": (lambda: PARAPHRASE_RANK, 6, None),  # the rank: tests/lessons/test_rerank.py
     "check_rerank_ceiling": (lambda: 70 / 100, 1.0, "0.7"),
+    "check_one_step_lr": (lambda: 0.1, 0.5, "0.1"),
+    "check_bowl_step": (lambda: (1.4, 1.2), (0.6, 2.8), "1.4"),
+    "check_two_card_slope": (lambda: 1 / (1 + math.e) - 1, 1 - 1 / (1 + math.e), "0.73"),
 }
 
 MODULES = [importlib.import_module(f"labs.classroom.exercises.{m.name}")
@@ -174,11 +177,13 @@ def test_check_best_in_batch(capsys):
 
 
 def test_check_false_negative_floor(capsys):
-    assert check_false_negative_floor(math.log(2) / 2) is True
-    for wrong in (None, "x", 2 * math.log(2), math.log(2), 0.0):
+    truth = (3 * math.log(3) + 2 * math.log(2)) / 6  # rows 7, 7, 7 share three ways, 1, 1 two ways, 3 alone
+    assert FLOOR_BATCH == (7, 7, 7, 1, 1, 3)
+    assert check_false_negative_floor(truth) is True
+    for wrong in (None, "x", 6 * truth, math.log(3), (math.log(3) + math.log(2)) / 2, 5 * math.log(2) / 6, 0.0):
         assert check_false_negative_floor(wrong) is False
     out = capsys.readouterr().out
-    assert "0.35" not in out and "0.347" not in out
+    assert "0.78" not in out and "0.780" not in out
 
 
 def test_paraphrase_rank_constant(minilm):
