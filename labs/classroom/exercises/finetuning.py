@@ -1,88 +1,116 @@
-"""Answer checks of the fine-tuning lesson.
+"""Answer checks of the fine-tuning lesson (notebooks/07_finetuning.ipynb).
 
 Each check takes the reader's answer, prints "Right: ..." or a hint that says how
-the answer is wrong (never the answer), and returns True or False.
+the answer is wrong (never the answer), and returns True or False. Every question
+asks for a step of reasoning that the page does not print.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
+from labs.classroom.answers import grade_number, number_answer
 
-from labs.classroom.answers import number_answer
-from labs.lessons.infonce import info_nce
+__all__ = ["NDCG_RANKING", "NDCG_RIGHT", "VAL_QUESTIONS", "GAP", "GAP_SCALE", "GAP_BATCH",
+           "check_ndcg_by_hand", "check_mrr_step", "check_gap_loss", "check_chance_loss"]
 
-__all__ = ["FIRST_JUMP_B", "check_chance_loss", "check_first_jump", "check_kept_epoch"]
+NDCG_RANKING = ("d4", "d1", "d3", "d2", "d5")  # the exercise's ranking, best first
+NDCG_RIGHT = frozenset({"d2", "d4"})          # its right articles
+
+
+def _ndcg(ranking, right, k: int) -> float:
+    dcg = sum(1 / math.log2(i + 1) for i, d in enumerate(ranking[:k], start=1) if d in right)
+    ideal = sum(1 / math.log2(i + 1) for i in range(1, min(len(right), k) + 1))
+    return dcg / ideal
+
+
+def check_ndcg_by_hand(answer) -> bool:
+    """Exercise: nDCG@5 of the ranking d4, d1, d3, d2, d5 when d2 and d4 are the right articles."""
+    value = number_answer(answer, "Not answered yet. Fill in answer = the nDCG@5.")
+    if value is None:
+        return False
+    truth = _ndcg(NDCG_RANKING, NDCG_RIGHT, 5)
+    dcg = sum(1 / math.log2(i + 1) for i, d in enumerate(NDCG_RANKING, start=1) if d in NDCG_RIGHT)
+    return grade_number(
+        value, truth,
+        "Right: the right articles sit at positions 1 and 4, worth 1/log2(2) + 1/log2(5); the best ranking puts "
+        "them at 1 and 2, worth 1/log2(2) + 1/log2(3); nDCG is the first over the second.",
+        {1.0: "Both right articles are in the top 5, but not at the top two places: nDCG is below 1 here.",
+         dcg: "That is the DCG. Divide it by the DCG of the best possible ranking (both right articles on top).",
+         _ndcg(NDCG_RANKING, NDCG_RIGHT, 3): "That is nDCG@3. At k = 5, position 4 is inside the cut-off and counts.",
+         0.5: "Half of the right articles are not missing: both are in the top 5. Use the DCG formula."},
+        "Not quite. Add 1/log2(i + 1) for each position i that holds a right article, then divide by the same "
+        "sum for a ranking with both right articles on top.", tol=5e-3)
+
+
+VAL_QUESTIONS = 36  # the fixture's validation questions (two products, six articles, three wordings)
+
+
+def check_mrr_step(answer) -> bool:
+    """Exercise: the change of validation MRR@5 when one of 36 questions' right article moves from rank 2 to 1."""
+    value = number_answer(answer, "Not answered yet. Fill in answer = the change.")
+    if value is None:
+        return False
+    truth = (1 - 1 / 2) / VAL_QUESTIONS
+    return grade_number(
+        value, truth,
+        "Right: that question's reciprocal rank goes from 1/2 to 1, and MRR@5 is the mean over the 36 "
+        "questions, so the mean moves by a 36th of one half.",
+        {0.5: "That is the change for that one question. MRR@5 is a mean over all the validation questions.",
+         1 / VAL_QUESTIONS: "Close, but the question's reciprocal rank does not go from 0 to 1: where did it start?",
+         -truth: "The sign: moving up from rank 2 to rank 1 raises the reciprocal rank, so MRR@5 goes up."},
+        "Not quite. Write the question's reciprocal rank before and after, then remember that MRR@5 averages "
+        "over every validation question.", tol=1e-3)
+
+
+GAP, GAP_SCALE, GAP_BATCH = 0.3, 5.0, 32  # own article 0.3 above each of the other 31, scale 5, B = 32
+
+
+def check_gap_loss(answer) -> bool:
+    """Exercise (slider): the loss at scale 5 of a batch of 32 whose every row scores its own article
+    0.3 above each of the 31 others."""
+    value = number_answer(answer, "Not answered yet. Fill in answer = the loss.")
+    if value is None:
+        return False
+    truth = math.log(1 + (GAP_BATCH - 1) * math.exp(-GAP_SCALE * GAP))
+    return grade_number(
+        value, truth,
+        "Right: every row gives its own article the share 1 / (1 + 31 e^(-5 x 0.3)), and the loss is minus the "
+        "log of that share, the same for every row. A clear gap still leaves a large loss at a low scale: "
+        "31 wrong articles each keep a share.",
+        {math.log(1 + math.exp(-GAP_SCALE * GAP)): "That is a row with one wrong article. This row has 31 of them.",
+         math.log(1 + (GAP_BATCH - 1) * math.exp(-20 * GAP)): "That is at scale 20. The question asks for scale 5.",
+         math.log(1 + (GAP_BATCH - 1) * math.exp(-GAP)): "Multiply the cosine gap by the scale before the "
+                                                          "exponential: the softmax reads scale x cosine.",
+         1 / (1 + (GAP_BATCH - 1) * math.exp(-GAP_SCALE * GAP)): "That is the share of the own article; the loss "
+                                                                 "is minus its natural log."},
+        "Not quite. Write the row's softmax: the own article has e^(5c), each of the 31 others e^(5(c - 0.3)). "
+        "Divide through by e^(5c), then take minus the log of the own article's share.", tol=5e-3)
 
 
 def check_chance_loss(answer) -> bool:
-    """Exercise: the loss of a batch of 16 pairs when every similarity is equal (a model that cannot tell)."""
-    value = number_answer(answer, "Not answered yet. Fill in answer = a number: the loss of the batch.",
+    """Exercise: four accumulated batches of 16 pairs, a model that gives every question the same cosine with
+    every article; the loss each question's row is computed with."""
+    value = number_answer(answer, "Not answered yet. Fill in answer = the loss.",
                           "Give a number, not {answer!r}.")
     if value is None:
         return False
     right = math.log(16)
     if abs(value - right) <= 0.01:
-        print("Right: every candidate gets probability 1/16, and the loss is minus the log of that.")
+        print("Right: each loss is still computed inside its own batch of 16, every candidate gets probability "
+              "1/16, and the loss is minus the log of that. Accumulation adds gradients; it never makes a "
+              "64-way question.")
         return True
-    if abs(value - 1 / 16) <= 0.01:
+    if abs(value - math.log(64)) <= 0.01:
+        print("That would be one 64-way question. Accumulation adds the gradients of separate batches: how many "
+              "candidates does each row's softmax see?")
+    elif abs(value - 1 / 16) <= 0.01:
         print("That is the probability the softmax gives the right document; the loss is minus its log.")
     elif abs(value - math.log2(16)) <= 0.01:
         print("Cross-entropy uses the natural logarithm, not log base 2.")
     elif value <= 0:
         print("A cross-entropy loss is never negative: the right document's probability is at most 1.")
     else:
-        print("Not quite. The scale does not matter when all scores are equal: what probability does each of "
-              "the 16 candidates get, and what is minus its log?")
-    return False
-
-
-FIRST_JUMP_B = 5  # notebook 05's fixed batch under MiniLM: its 5th pair is the first look-alike of an earlier one
-
-
-def check_first_jump(answer, similarities=None) -> bool:
-    """Exercise (slider): the smallest batch size B whose fixed-batch loss at scale 20 is above 0.1.
-
-    ``similarities``: the notebook's (32, 32) cosine table of the fixed batch, so the check holds
-    for whichever model the page ran; without it, the MiniLM answer `FIRST_JUMP_B`.
-    """
-    if answer is None:
-        print("Not answered yet. Fill in answer = a whole number: the batch size B.")
-        return False
-    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)) and not (
-            isinstance(answer, float) and answer.is_integer()):
-        print(f"Give a whole number (a batch size), not {answer!r}.")
-        return False
-    right = FIRST_JUMP_B
-    if similarities is not None:
-        S = np.asarray(similarities, dtype=np.float64)
-        right = next((b for b in range(2, len(S) + 1) if info_nce(S[:b, :b], 1 / 20) > 0.1), None)
-    if int(answer) == right:
-        print("Right: that pair's question (or article) is a look-alike of one already in the batch, so "
-              "one row ranks a wrong article first. Who is in the batch matters as much as how many.")
-        return True
-    if right is not None and int(answer) > right:
-        print("Too late: at scale 20, go back one batch size at a time until the loss falls to 0.1 or less.")
-    else:
-        print("Too early: at that B the loss is still 0.1 or less at scale 20. Move the slider up.")
-    return False
-
-
-def check_kept_epoch(answer) -> bool:
-    """Exercise: validation MRR@5 reads 0.90, 0.88, 0.93, 0.93, 0.91 at epochs 0-4; which epoch is in best/?"""
-    if answer is None:
-        print("Not answered yet. Fill in answer = a whole number from 0 to 4: the epoch kept.")
-        return False
-    if isinstance(answer, bool) or answer not in range(5):
-        print(f"Give an epoch number from 0 to 4, not {answer!r}.")
-        return False
-    hints = {0: "The untouched model is a candidate, but a later epoch beats it here.",
-             1: "Epoch 1 scores below the untouched model: it is never saved.",
-             3: "A tie is not a win: best/ is saved only when a score beats every earlier one.",
-             4: "The last epoch is not kept just for being last: compare its score with the earlier ones."}
-    if answer == 2:
-        print("Right: epoch 2 is the first to beat every earlier score; epoch 3 only ties it, epoch 4 is lower.")
-        return True
-    print(hints[answer])
+        print("Not quite. The scale does not matter when all scores are equal: what probability does each "
+              "candidate of one batch get, and what is minus its log?")
     return False
