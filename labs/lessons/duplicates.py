@@ -26,7 +26,8 @@ copies     ints        the columns that hold the very same card (own included)
 
 Relations: the row loss is one row of `labs.lessons.infonce.info_nce`; a loss that
 drops columns scoring above the positive plus a margin is
-`labs.lessons.infonce.info_nce_masked` (lesson 4). Lesson: ``notebooks/03_infonce.ipynb``.
+`labs.lessons.infonce.info_nce_masked` (``notebooks/06_mining.ipynb``). Lesson: the
+section ``sec-duplicates`` of ``notebooks/03_infonce.ipynb``, where the course teaches this once.
 """
 
 from __future__ import annotations

@@ -9,12 +9,13 @@ import pytest
 import torch
 
 from labs.classroom.exercises.infonce import (
-    check_duplicate_floor, check_twin_push,
+    LESSON_MATRIX, cell_gradient, check_cell_gradient, check_duplicate_floor, check_triplet_batch_loss,
+    triplet_batch_loss,
 )
 from labs.lessons.duplicates import (
     duplicate_floor, row_shares, shared_score_gradient,
 )
-from labs.lessons.infonce import info_nce_rows
+from labs.lessons.infonce import info_nce, info_nce_rows
 
 
 @pytest.mark.parametrize("tau", [1.0, 0.5, 0.05])
@@ -67,10 +68,35 @@ def test_bad_input():
 def test_checks(capsys):
     for wrong in (None, "x", 0.0, math.log(2), 1 / 3, 2.0):
         assert check_duplicate_floor(wrong) is False
-    for wrong in (None, "pull", "left"):
-        assert check_twin_push(wrong) is False
     hints = capsys.readouterr().out
-    assert "1.1" not in hints and "ln 3" not in hints and "push" not in hints.replace('"push"', "")
+    assert "1.1" not in hints and "ln 3" not in hints
     assert check_duplicate_floor(math.log(3)) is True
     assert check_duplicate_floor(1.1) is True
-    assert check_twin_push("push") is True and check_twin_push(" Push ") is True
+
+
+def test_cell_gradient_is_autograds_and_the_sliders_finite_difference(capsys):
+    S = torch.tensor(LESSON_MATRIX, dtype=torch.float64, requires_grad=True)
+    torch.nn.functional.cross_entropy(S / 0.5, torch.arange(3)).backward()
+    for r in range(3):
+        for c in range(3):
+            assert cell_gradient(r + 1, c + 1) == pytest.approx(S.grad[r, c].item(), abs=1e-12)
+    bump = np.zeros((3, 3))
+    bump[1, 2] = 0.1  # cell (2, 3), as the slider moves it
+    table = np.array(LESSON_MATRIX)
+    slope = (info_nce(table + bump, 0.5) - info_nce(table - bump, 0.5)) / 0.2
+    assert check_cell_gradient(round(slope, 2)) is True  # the slider's road lands inside the tolerance
+    capsys.readouterr()
+    for wrong in (None, -0.19, 0.57, 0.29, 0.1, 0.5):
+        assert check_cell_gradient(wrong) is False
+    assert "0.19" not in capsys.readouterr().out
+
+
+def test_triplet_batch_loss_by_definition(capsys):
+    assert triplet_batch_loss(0.2) == 0.0  # every lead of the table is at least 0.3
+    assert triplet_batch_loss(0.4) == pytest.approx(0.2 / 6)
+    assert triplet_batch_loss(0.8) == pytest.approx((0.3 + 0.1 + 0.3 + 0.5 + 0.2 + 0.5) / 6)
+    assert check_triplet_batch_loss(0.033) is True and check_triplet_batch_loss("0.0333") is True
+    capsys.readouterr()
+    for wrong in (None, 0.0, 0.2, 0.0667, 0.1):
+        assert check_triplet_batch_loss(wrong) is False
+    assert "0.033" not in capsys.readouterr().out

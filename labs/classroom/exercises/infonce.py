@@ -1,4 +1,4 @@
-"""Answer checks of the InfoNCE lesson: the best cell to raise, and a right card twice in a batch.
+"""Answer checks of the InfoNCE lesson: one cell's gradient, the floor of a thrice-copied card, a triplet loss.
 
 Each check takes the reader's answer, prints "Right: ..." or a hint that says how
 the answer is wrong (never the answer), and returns True or False.
@@ -8,54 +8,59 @@ from __future__ import annotations
 
 import numpy as np
 
-from labs.classroom.answers import grade_number, number_answer, word_answer
+from labs.classroom.answers import grade_number, number_answer
 from labs.lessons.duplicates import duplicate_floor
-from labs.lessons.infonce import info_nce
 
-__all__ = ["LESSON_MATRIX", "check_best_cell", "check_duplicate_floor", "check_twin_push"]
+__all__ = ["LESSON_MATRIX", "GRADIENT_CELL", "TRIPLET_MARGIN", "cell_gradient", "triplet_batch_loss",
+           "check_cell_gradient", "check_duplicate_floor", "check_triplet_batch_loss"]
 
 
 LESSON_MATRIX = ((0.8, 0.3, 0.1), (0.2, 0.7, 0.4), (0.0, 0.3, 0.6))
+#: the cell (row, column), counted from 1, whose gradient the slider exercise asks for, at tau 0.5
+GRADIENT_CELL = (2, 3)
+#: the margin of the triplet exercise (the lesson shows 0.2)
+TRIPLET_MARGIN = 0.4
 
 
-def check_best_cell(answer: tuple[int, int] | None, *, bump: float = 0.2, tau: float = 0.5) -> bool:
-    """Exercise: which single cell of the lesson's 3x3 matrix, raised by ``bump``, lowers the batch loss most?
+def cell_gradient(row: int, column: int, tau: float = 0.5) -> float:
+    """d(batch loss)/d S[row, column] of the lesson's 3x3 table (counted from 1): (share - [own]) / (tau B)."""
+    S = np.asarray(LESSON_MATRIX)
+    Z = S[row - 1] / tau
+    shares = np.exp(Z - Z.max()) / np.exp(Z - Z.max()).sum()
+    return float((shares[column - 1] - (row == column)) / (tau * S.shape[0]))
 
-    ``answer`` is (row, column), counted from 1 as in the lesson's table.
-    """
-    if answer is None:
-        print("Fill in your answer: answer = (row, column), counting from 1")
+
+def triplet_batch_loss(margin: float) -> float:
+    """Mean of max(0, margin - (S[i, i] - S[i, j])) over the six (question i, negative j) pairs of the table."""
+    S = np.asarray(LESSON_MATRIX)
+    terms = [max(0.0, margin - (S[i, i] - S[i, j])) for i in range(3) for j in range(3) if i != j]
+    return float(np.mean(terms))
+
+
+def check_cell_gradient(answer: object) -> bool:
+    """Exercise: the slope of the batch loss (tau = 0.5) with respect to cell (2, 3), question 2's negative card 3."""
+    value = number_answer(answer, "Not answered yet: fill in the slope of the batch loss, a number.")
+    if value is None:
         return False
-    try:
-        row, col = (int(x) for x in answer)
-    except (TypeError, ValueError):
-        print(f"Answer with two numbers (row, column), got {answer!r}")
-        return False
-    if not (1 <= row <= 3 and 1 <= col <= 3):
-        print(f"Rows and columns run from 1 to 3, got ({row}, {col})")
-        return False
-    S = np.array(LESSON_MATRIX)
-    base = info_nce(S, tau)
-
-    def raised(i: int, j: int) -> float:
-        T = S.copy()
-        T[i, j] += bump
-        return info_nce(T, tau)
-
-    change = raised(row - 1, col - 1) - base
-    best = min((raised(i, j), (i, j)) for i in range(3) for j in range(3))[1]
-    if (row - 1, col - 1) == best:
-        print(f"Right: raising cell ({row}, {col}) by {bump} changes the batch loss by {change:+.3f}, the biggest drop.")
-        return True
-    if row != col:
-        print(f"Not that one: cell ({row}, {col}) is a wrong card, so raising it makes the loss go up ({change:+.3f}).")
-    else:
-        print(f"Good instinct, a positive: the loss drops ({change:+.3f}), but another row has more to gain. "
-              "Which row has the highest loss?")
-    return False
+    row, col = GRADIENT_CELL
+    truth = cell_gradient(row, col)
+    share = truth * 0.5 * 3
+    return grade_number(
+        value, truth, "Right: card 3 takes about 0.29 of row 2's share; a negative's slope is share / tau, "
+        "and the batch loss averages 3 rows, so 0.29 / (0.5 x 3).",
+        {-truth: "Not yet: check the sign. Raising a wrong card's score makes the loss worse, so the slope "
+                 "is positive.",
+         3 * truth: "Close: that is the slope of row 2's own loss. The batch loss is the mean of three "
+                    "rows, so each cell's slope is divided by the number of rows.",
+         share: "Close: that is card 3's share of row 2. The slope divides it by tau, and by the number "
+                "of rows the batch loss averages.",
+         share / 3: "Close: you averaged over the rows, but the scores are divided by tau before the "
+                    "softmax, so the slope is divided by tau too."},
+        "Not yet: either read the batch loss at +0.1 and -0.1 on the slider and divide the difference by "
+        "0.2, or use share / tau for a wrong card, divided by the 3 rows.", tol=5e-3)
 
 
-def check_duplicate_floor(answer: float | None) -> bool:
+def check_duplicate_floor(answer: object) -> bool:
     """Exercise: a row's right card is in the batch three times (identical); the lowest loss it can reach?"""
     value = number_answer(answer, "Not answered yet: fill in the lowest loss, a number (2 decimals are enough)")
     if value is None:
@@ -70,16 +75,19 @@ def check_duplicate_floor(answer: float | None) -> bool:
         "Hint: let the negatives fall far behind; how do the identical columns split the share?", tol=5e-3)
 
 
-def check_twin_push(answer: str | None) -> bool:
-    """Exercise: the look-alike twin is a distinct text that is also right; does the loss pull or push its score?"""
-    word = word_answer(answer, ("pull", "push"), 'Not answered yet: fill in answer = "pull" or answer = "push"',
-                       'Answer with "pull" or "push", got {answer!r}')
-    if word is None:
+def check_triplet_batch_loss(answer: object) -> bool:
+    """Exercise: the mean triplet loss of the lesson's table over its six (question, negative) pairs, margin 0.4."""
+    value = number_answer(answer, "Not answered yet: fill in the mean triplet loss, a number.")
+    if value is None:
         return False
-    if word == "pull":
-        print("Not quite: the twin has a column of its own and no label. Look at the sign of its "
-              "derivative: share / tau.")
-        return False
-    print("Right: its derivative is its share / tau > 0, so a step lowers its score: the loss pushes "
-          "the question away from a text that is also right.")
-    return True
+    truth = triplet_batch_loss(TRIPLET_MARGIN)
+    return grade_number(
+        value, truth, "Right: only two pairs lead by less than 0.4 (row 2 over card 3 and row 3 over card 2, "
+        "both by 0.3); each costs 0.1, and 0.2 over six triplets is the mean.",
+        {0.0: "Not yet: at margin 0.2 every pair is satisfied; at 0.4, check each lead again: some are "
+              "only 0.3.",
+         2 * truth * 3: "Close: that is the sum over the triplets. The batch loss is their mean.",
+         truth * 6 / 3: "Close: that averages over the 3 questions. Average over all six (question, "
+                        "negative) triplets."},
+        "Not yet: for each question and each of its two negatives, compute max(0, 0.4 - lead), then "
+        "average the six numbers.", tol=2e-3)
