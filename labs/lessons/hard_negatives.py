@@ -58,7 +58,8 @@ __all__ = [
     "tokenize", "build_vocab", "bag_of_words", "card", "make_triples",
     "normalize_rows", "normalize_backward", "info_nce_grads", "encoder_loss_and_grad",
     "finite_difference_check", "autograd_check",
-    "BiEncoder", "first_batch", "train_bi_encoder", "look_alike_accuracy", "seed_sweep", "SLIDER_SEED",
+    "BiEncoder", "first_batch", "train_bi_encoder", "look_alike_accuracy", "topic_accuracy", "seed_sweep",
+    "SLIDER_SEED",
 ]
 
 # ---------------------------------------------------------------------------
@@ -316,6 +317,27 @@ def look_alike_accuracy(model: BiEncoder, topics: Iterable[str] = UNSEEN_TOPICS)
     return float(np.mean(np.sum(Q * R, axis=1) > np.sum(Q * L, axis=1)))
 
 
+def topic_accuracy(model: BiEncoder, topics: Iterable[str] = UNSEEN_TOPICS) -> float:
+    """Share of the topics' questions whose right card beats every other topic's card of the same intent.
+
+    The test the in-batch negatives train for: the wrong cards differ from the right one only by topic.
+    """
+    if not isinstance(model, BiEncoder):
+        raise ValueError(f"model must be a BiEncoder from train_bi_encoder, got {type(model).__name__}")
+    topics = _check_topics(topics)
+    if len(topics) < 2:
+        raise ValueError("topic_accuracy needs at least two topics: the wrong cards are the other topics' cards")
+    right = 0
+    for intent in INTENTS:
+        C = model.encode([card(t, intent) for t in topics])  # (topics, d)
+        for k, t in enumerate(topics):
+            Q = model.encode([q.format(t=t) for q in QUESTION_TEMPLATES[intent]])
+            S = Q @ C.T
+            others = np.delete(S, k, axis=1)
+            right += int(np.sum(S[:, k] > others.max(axis=1)))
+    return right / (len(topics) * len(INTENTS) * len(QUESTION_TEMPLATES["howto"]))
+
+
 def _positive_int(value: object, name: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -354,8 +376,8 @@ def train_bi_encoder(
     in-batch negatives differ only by topic. With ``hard_negatives=True`` each
     question's same-topic, other-intent card is appended as an extra negative
     for the whole batch. Nothing else differs: same seed, same start, same
-    batches. The defaults are the source lesson's settings (lr 0.5, tau 0.1,
-    400 steps of 8). With ``checkpoints`` (step counts between 0 and ``steps``) it also
+    batches. The defaults are the settings the lesson's experiment uses (lr 0.5,
+    tau 0.1, 400 steps of 8). With ``checkpoints`` (step counts between 0 and ``steps``) it also
     returns {step: look-alike accuracy on ``checkpoint_topics``}, recorded
     during this one run (step 0 is the untrained model).
     """

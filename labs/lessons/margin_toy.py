@@ -24,7 +24,8 @@ stop pushing once a margin is met, as `push` does; InfoNCE
 (`labs.lessons.infonce`) never stops pushing, it only pushes less. The bi-encoder of
 `labs.lessons.hard_negatives` does the same pulling and pushing with gradients in 16-D.
 
-Lesson: the opening of ``notebooks/05_hard_negatives.ipynb``.
+Lesson: the opening of ``notebooks/05_hard_negatives.ipynb`` (a distance margin; lesson 06 meets the
+masked loss's score margin and mining's relative margin).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import numpy as np
 __all__ = ["WORDS", "START", "PAIRS", "pull", "push", "margin_toy", "pair_distances"]
 
 WORDS = ("login", "password", "refund", "money", "helmet")
-# Chosen so that the five starting distances are those of the source lesson:
+# Chosen so that the five starting distances are those of the topic page the toy comes from:
 # login-password 1.131, refund-money 0.781, login-refund 0.224,
 # password-money 0.141, helmet-login 0.566.
 START = {"login": (1.58, 0.85), "password": (0.78, 1.65), "refund": (1.38, 0.95),

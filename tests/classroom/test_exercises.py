@@ -14,14 +14,16 @@ import numpy as np
 import pytest
 
 import labs.classroom.exercises
-from labs.classroom.exercises.hard_negatives import best_in_batch_accuracy
+from labs.classroom.exercises.hard_negatives import added_negative_distance
 from labs.lessons.infonce import positive_share
 from labs.lessons.margin_toy import pull, push
 from labs.classroom.exercises.beyond_one_vector import PARAPHRASE_RANK
 from labs.classroom.exercises.clip import FLOOR_BATCH, check_false_negative_floor
-from labs.classroom.exercises.hard_negatives import check_best_in_batch, check_pull, check_push
+from labs.classroom.exercises.hard_negatives import check_added_negative, check_collapse_point, check_pull, check_push
+from labs.classroom.exercises.mining import SAFE_WINDOW, check_mask, check_safe_window, check_same_batch_chance
+from labs.lessons.infonce import false_negative_mask
 from labs.classroom.exercises.pooling import check_padding_safe_mode, check_unmasked_mean
-from labs.lessons.hard_negatives import SLIDER_SEED, train_bi_encoder
+from labs.lessons.mining import CARDS, ROUTER_QUESTION, embedding_scores
 from labs.lessons.rerank import HELMET_PASSAGES, HELMET_QUESTIONS, collection, shortlist
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +44,11 @@ CASES = {
     "check_scale_for_tau": (lambda: 1 / 0.07, 0.07, "14.3"),
     "check_pull": (lambda: pull, lambda a, b, rate: (a, b), None),
     "check_push": (lambda: push, pull, None),
-    "check_best_in_batch": (lambda: best_in_batch_accuracy(0.1), 0.0, None),
+    "check_collapse_point": (lambda: (1.18, 1.25), (1.58, 0.85), "1.18"),
+    "check_added_negative": (added_negative_distance, 0.294, f"{added_negative_distance():.3f}"),
+    "check_mask": (lambda: false_negative_mask, lambda S, m: np.zeros(np.shape(S), bool), None),
+    "check_safe_window": (lambda: SAFE_WINDOW, 0.010, f"{SAFE_WINDOW:.3f}"),
+    "check_same_batch_chance": (lambda: 3 / 13, 0.22, "0.23"),
     "check_chance_loss": (lambda: math.log(16), math.log(64), f"{math.log(16):.2f}"),
     "check_ndcg_by_hand": (lambda: (1 + 1 / math.log2(5)) / (1 + 1 / math.log2(3)), 1.0, "0.877"),
     "check_mrr_step": (lambda: 0.5 / 36, 0.5, "0.014"),
@@ -147,33 +153,87 @@ def _wrong_push(a, b, rate, margin):
     return a - rate * (b - a), b + rate * (b - a)  # ignores the margin
 
 
+def _said(capsys) -> str:
+    """What a check printed, with its 48-column line breaks undone."""
+    return " ".join(capsys.readouterr().out.split())
+
+
 def test_check_pull_and_push(capsys):
     assert check_pull(pull) and check_push(push)
-    assert "Right" in capsys.readouterr().out
+    assert "Right" in _said(capsys)
     assert not check_pull(_wrong_pull)
-    assert "one point stayed" in capsys.readouterr().out
+    assert "one point stayed" in _said(capsys)
     assert not check_push(_wrong_push)
-    assert "margin apart" in capsys.readouterr().out
-    assert not check_pull(None) and "Not answered yet" in capsys.readouterr().out
-    assert not check_push(lambda a, b, rate, margin: None) and "Not answered yet" in capsys.readouterr().out
-    assert not check_push(3) and "function itself" in capsys.readouterr().out
-    assert not check_pull(lambda a, b, rate: 1 / 0) and "ZeroDivisionError" in capsys.readouterr().out
+    assert "margin apart" in _said(capsys)
+    assert not check_pull(None) and "Not answered yet" in _said(capsys)
+    assert not check_push(lambda a, b, rate, margin: None) and "Not answered yet" in _said(capsys)
+    assert not check_push(3) and "function itself" in _said(capsys)
+    assert not check_pull(lambda a, b, rate: 1 / 0) and "ZeroDivisionError" in _said(capsys)
 
 
-def test_check_best_in_batch(capsys):
-    truth = best_in_batch_accuracy(0.1)
-    _, curve = train_bi_encoder(False, seed=SLIDER_SEED, checkpoints=range(0, 401, 40))  # the slider
-    assert truth == max(curve.values()) and SLIDER_SEED not in range(10)  # not in the lesson's table
-    assert 0 < truth < 1
-    assert check_best_in_batch(truth) and "Right" in capsys.readouterr().out
-    assert check_best_in_batch(round(100 * truth)) and "Right" in capsys.readouterr().out
-    for wrong in (truth - 0.05, 1.0):
-        assert not check_best_in_batch(wrong)
-        out = capsys.readouterr().out
-        assert f"{truth:.0%}" not in out and f"{truth:g}" not in out
-    assert not check_best_in_batch(None) and "Not answered yet" in capsys.readouterr().out
-    assert not check_best_in_batch("half") and "is a number" in capsys.readouterr().out
-    assert not check_best_in_batch(150) and "is a number" in capsys.readouterr().out
+def test_check_collapse_point(capsys):
+    assert check_collapse_point(np.array([1.18, 1.25])) and "Right" in _said(capsys)
+    from labs.lessons.margin_toy import margin_toy
+    end = margin_toy(200, negatives=False)["login"]  # the answer is where training really ends
+    assert check_collapse_point(tuple(end)) and "Right" in _said(capsys)
+    for wrong, says in (((1.58, 0.85), "starts"), ((0.78, 1.65), "password"), ((1.13, 1.25), "refund"),
+                        ((1.155, 1.25), "no pull joins"), ((0.0, 0.0), "Hint")):
+        assert not check_collapse_point(wrong)
+        assert says in _said(capsys)
+    assert not check_collapse_point("here") and "two numbers" in _said(capsys)
+    assert not check_collapse_point((1.0, 2.0, 3.0)) and "two numbers" in _said(capsys)
+
+
+def test_check_added_negative(capsys):
+    truth = added_negative_distance()
+    assert 0.3 < truth < 0.35  # the lesson's worked solution: a little wider than without the pair
+    assert check_added_negative(truth) and "Right" in _said(capsys)
+    assert not check_added_negative(0.294) and "five original pairs" in _said(capsys)
+    assert not check_added_negative(0.235) and "put the new pair first" in _said(capsys)
+    assert not check_added_negative("far") and not check_added_negative(None)
+
+
+def _mask_ge(S, m):
+    S = np.asarray(S)
+    rows = np.arange(S.shape[0])
+    out = S >= S[rows, rows][:, None] + m
+    out[rows, rows] = False
+    return out
+
+
+def _mask_keeps_diagonal_unguarded(S, m):
+    S = np.asarray(S)
+    return S > S[np.arange(S.shape[0]), np.arange(S.shape[0])][:, None] + m
+
+
+def test_check_mask(capsys):
+    assert check_mask(false_negative_mask) and "Right" in _said(capsys)
+    assert not check_mask(_mask_ge) and "strictly above" in _said(capsys)
+    assert not check_mask(_mask_keeps_diagonal_unguarded) and "masked a positive" in _said(capsys)
+    assert not check_mask(lambda S, m: false_negative_mask(S, -m)) and "sign" in _said(capsys)
+    assert not check_mask(lambda S, m: np.zeros((1, 1), bool)) and "same shape" in _said(capsys)
+    assert not check_mask(lambda S, m: 1 / 0) and "ZeroDivisionError" in _said(capsys)
+    assert not check_mask(lambda S, m: None) and "Not answered yet" in _said(capsys)
+    assert not check_mask(3) and "function itself" in _said(capsys)
+
+
+def test_safe_window_is_the_twin_minus_the_closest_wrong_card(minilm, capsys):
+    cos = dict(zip(CARDS, embedding_scores(minilm, [ROUTER_QUESTION])[0]))
+    wrong = max(v for c, v in cos.items() if c not in ("aurora-reset", "aurora-powercycle"))
+    assert wrong == cos["aurora-firmware"]
+    assert abs(SAFE_WINDOW - (cos["aurora-powercycle"] - wrong)) < 2e-3
+    assert cos["aurora-powercycle"] > cos["aurora-reset"] > wrong  # the window exists
+    for value, says in ((0.010, "top end"), (0.116, "bottom end"), (-SAFE_WINDOW, "positive"), (0.5, "ends")):
+        assert not check_safe_window(value)
+        assert says in _said(capsys)
+
+
+def test_check_same_batch_chance(capsys):
+    assert check_same_batch_chance(3 / 13) and check_same_batch_chance(23.08)
+    assert _said(capsys).startswith("Right")
+    for value, says in ((0.22, "estimate"), (0.25, "short"), (4 / 13, "pairs of rows")):
+        assert not check_same_batch_chance(value)
+        assert says in _said(capsys)
 
 
 def test_check_false_negative_floor(capsys):

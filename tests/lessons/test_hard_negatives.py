@@ -31,6 +31,15 @@ def test_hard_negative_model_separates_look_alikes_on_every_seed(sweep):
     assert sweep["hard"].min() >= 0.95
 
 
+def test_in_batch_model_passes_the_topic_test_it_trained_for():
+    # lesson 05's myth: nearly perfect against other topics' cards, not on look-alikes
+    for seed in (0, 1):
+        model = hn.train_bi_encoder(False, seed=seed)
+        assert hn.topic_accuracy(model) >= 0.95 > hn.look_alike_accuracy(model)
+    with pytest.raises(ValueError, match="at least two topics"):
+        hn.topic_accuracy(model, ["password"])
+
+
 def test_mean_gap_between_the_two_models(sweep):
     assert (sweep["hard"] - sweep["in_batch"]).mean() >= 0.15
     assert np.all(sweep["hard"] > sweep["in_batch"])
@@ -149,6 +158,14 @@ def test_margin_toy_starts_at_the_source_distances_and_learns_the_pairs():
         assert (d1 < d0) if belong else (d1 > d0)
 
 
+def test_without_negatives_each_pair_meets_at_its_starting_midpoint():
+    end = mt.margin_toy(200, negatives=False)
+    start = {w: np.array(p) for w, p in mt.START.items()}
+    for a, b in (("login", "password"), ("refund", "money")):
+        mid = (start[a] + start[b]) / 2
+        assert np.allclose(end[a], mid, atol=1e-9) and np.allclose(end[b], mid, atol=1e-9)
+
+
 def test_without_negatives_the_positive_pairs_collapse():
     dist = {(a, b): d for a, b, _, d in mt.pair_distances(mt.margin_toy(60, negatives=False))}
     assert dist[("login", "password")] < 1e-3 and dist[("refund", "money")] < 1e-3
@@ -191,6 +208,7 @@ def test_pull_and_push_examples():
     (lambda: hn.train_bi_encoder(True, steps=10, checkpoints=[]), "checkpoints"),
     (lambda: hn.train_bi_encoder(True, steps=10, checkpoints=[5], checkpoint_topics=["moon"]), "checkpoint_topics"),
     (lambda: hn.look_alike_accuracy("model"), "model must be a BiEncoder"),
+    (lambda: hn.topic_accuracy("model"), "model must be a BiEncoder"),
     (lambda: hn.look_alike_accuracy(hn.train_bi_encoder(True, steps=0), ["moon"]), "topics"),
     (lambda: hn.look_alike_accuracy(hn.train_bi_encoder(True, steps=0), "password"), "not one string"),
     (lambda: hn.seed_sweep([]), "seeds"),

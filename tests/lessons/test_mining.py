@@ -94,6 +94,12 @@ def test_dedupe_and_batching():
     (lambda: mi.shuffled_batches(10, 1), "batch_size"),
     (lambda: mi.no_duplicate_batches(batch_size=1), "batch_size"),
     (lambda: mi.embedding_scores(None, "one question"), "questions"),
+    (lambda: mi.same_batch_chance(1, 4), "n must be"),
+    (lambda: mi.same_batch_chance(13, 1), "batch_size"),
+    (lambda: mi.verdict(0.2, 0.1), "low <= high"),
+    (lambda: mi.experiment_differences([]), "results must be"),
+    (lambda: mi.experiment_differences({}), "neither"),
+    (lambda: mi.validation_curves({}), "neither"),
 ])
 def test_bad_input_raises_a_named_error(call, match):
     with pytest.raises(ValueError, match=match):
@@ -105,3 +111,80 @@ def test_mining_shows_no_progress_bar_and_leaves_the_model_as_it_was(model, capf
     captured = capfd.readouterr()
     assert "Batches" not in captured.err + captured.out
     assert "encode_query" not in vars(model) and "encode_document" not in vars(model)
+
+
+def test_same_batch_chance_counts_pairs_of_rows_and_matches_shuffling():
+    assert mi.same_batch_chance(13, 4) == pytest.approx(18 / 78)  # three batches of 4, one of 1
+    assert mi.same_batch_chance(8, 4) == pytest.approx(2 * 6 / 28)
+    rng = np.random.default_rng(0)
+    hits = 0
+    for _ in range(20000):
+        order = rng.permutation(13)
+        hits += order.tolist().index(0) // 4 == order.tolist().index(1) // 4
+    assert abs(hits / 20000 - mi.same_batch_chance(13, 4)) < 0.01
+
+
+# ---- the real-data experiment's results, both layouts --------------------------------
+
+
+def _cell(mean, low, high):
+    return {"mean": mean, "ci95": [low, high], "seed_sd": 0.01, "per_seed": [mean]}
+
+
+FIRST_RUN = {
+    "settings": {"seeds": [0, 1, 2], "steps": 12, "batch_size": 32},
+    "data": {"train_pairs": 650, "train_libraries": ["scipy"], "val_queries": 9, "val_libraries": ["numpy"],
+             "test_queries": 7, "test_libraries": ["sklearn"]},
+    "differences": {"mnrl - minilm": {"mrr@10": _cell(0.015, 0.002, 0.031)},
+                    "mnrl_hn - mnrl": {"mrr@10": _cell(0.001, -0.005, 0.007)},
+                    "minilm - bm25": {"mrr@10": _cell(0.1, 0.05, 0.15)}},
+    "curves": {"mnrl": {"0": [{"step": 0, "mrr@10": 0.6}, {"step": 4, "mrr@10": 0.7}],
+                        "1": [{"step": 0, "mrr@10": 0.6}, {"step": 4, "mrr@10": 0.8}]}},
+    "mining": {"mnrl_hn": {"pairs_with_negative": 650, "pairs": 650, "mean_positive_score": 0.536,
+                           "mean_negative_score": 0.541, "negatives_above_95pct_of_positive": 368}},
+}
+NEW_RUN = {
+    "settings": {"seeds": [0, 1, 2, 3, 4], "batch": 32, "steps": {"minilm": 40, "static": 200}},
+    "data": {"splits": {"scipy": "train", "numpy": "val", "sklearn": "test"}, "train_pairs": 650,
+             "val_queries": 9, "test_queries": 7},
+    "lookalike": {"n": 3},
+    "starts": {start: {
+        "conditions": {"inbatch": {"curves": {"0": [{"step": 0, "mrr@10": 0.5}, {"step": 5, "mrr@10": 0.6}]}}},
+        "differences": {"inbatch - untouched": {"overall": {"mrr@10": _cell(0.02, 0.01, 0.03)},
+                                                "lookalike": {"mrr@10": _cell(-0.02, -0.05, -0.01)}},
+                        "hn_window - inbatch": {"overall": {"mrr@10": _cell(0.0, -0.01, 0.01)},
+                                                "lookalike": None}}} for start in ("minilm", "static")},
+    "mining": {"settings": {"hn_top1": {"negatives": 650, "mean_answer_score": 0.5, "mean_negative_score": 0.6,
+                                        "negative_above_95pct_of_answer": 300}}},
+}
+
+
+def test_experiment_differences_read_both_layouts():
+    first = mi.experiment_differences(FIRST_RUN)
+    assert [(r["a"], r["b"], r["verdict"]) for r in first] == [("inbatch", "untouched", "above 0"),
+                                                              ("hn_top1", "inbatch", "includes 0")]
+    new = mi.experiment_differences(NEW_RUN)
+    assert len(new) == 6 and {r["start"] for r in new} == {"minilm", "static"}
+    assert {r["verdict"] for r in new} == {"above 0", "below 0", "includes 0"}
+    assert all(r["subset"] != "lookalike" or r["a"] == "inbatch" for r in new)  # an empty subset is skipped
+
+
+def test_curves_design_and_mining_read_both_layouts():
+    (curve,) = mi.validation_curves(FIRST_RUN)
+    assert curve["condition"] == "inbatch" and curve["steps"].tolist() == [0, 4]
+    assert curve["mean"].tolist() == pytest.approx([0.6, 0.75])
+    assert len(mi.validation_curves(NEW_RUN)) == 2
+    for results in (FIRST_RUN, NEW_RUN):
+        lines = mi.design_lines(results)
+        assert lines and all(len(line) <= 48 for line in lines)
+    assert "0.59 of a pass" in " ".join(mi.design_lines(FIRST_RUN))
+    assert "look-alike exam" in " ".join(mi.design_lines(NEW_RUN))
+    assert mi.mining_summary(FIRST_RUN)["hn_top1"]["above_95pct"] == 368
+    assert mi.mining_summary(NEW_RUN)["hn_top1"]["mean_negative_score"] == 0.6
+
+
+def test_audit_examples_take_the_first_of_each_label():
+    rows = [{"label": "also right", "query": "a"}, {"label": "wrong answer", "query": "b"},
+            {"label": "also right", "query": "c"}, {"label": "unclear", "query": "d"}]
+    assert [r["query"] for r in mi.audit_examples(rows)] == ["b", "a", "d"]
+    assert [r["query"] for r in mi.audit_examples(rows, ("also right",), per_label=2)] == ["a", "c"]

@@ -1,7 +1,5 @@
-"""Answer checks of the hard-negative lesson: write the pull and the push of the margin toy, and the slider exercise.
-
-The slider trains the in-batch model on seed `SLIDER_SEED`, which the lesson's ten-seed table
-does not show; the question asks for the best unseen look-alike accuracy along the slider.
+"""Answer checks of the hard-negative lesson (05): the margin toy's pull and push written by the
+reader, where the words collapse without negatives, and what one more negative pair changes.
 
 Each check takes the reader's answer, prints "Right: ..." or a hint that says how
 the answer is wrong (never the answer), and returns True or False.
@@ -9,14 +7,32 @@ the answer is wrong (never the answer), and returns True or False.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 
 import numpy as np
 
-from labs.lessons.hard_negatives import SLIDER_SEED, train_bi_encoder
-from labs.lessons.margin_toy import pull, push
+from labs.classroom.answers import grade_number, number_answer
+from labs.lessons.margin_toy import PAIRS, START, margin_toy, pair_distances, pull, push
 
-__all__ = ["check_pull", "check_push", "best_in_batch_accuracy", "check_best_in_batch"]
+__all__ = ["check_pull", "check_push", "EXTRA_NEGATIVE", "added_negative_distance",
+           "check_collapse_point", "check_added_negative"]
+
+
+def _say(text: str) -> None:
+    """Print a check's message in lines of at most 48 characters (a phone's width)."""
+    print(textwrap.fill(text, 48))
+
+
+def _grade(value: float, truth: float, right: str, misses: dict[float, str], otherwise: str, *,
+           tol: float) -> bool:
+    """`grade_number` with every message wrapped at 48 characters."""
+    return grade_number(value, truth, textwrap.fill(right, 48), {k: textwrap.fill(v, 48) for k, v in misses.items()},
+                        textwrap.fill(otherwise, 48), tol=tol)
+
+
+# The exercise's extra negative pair: refund and password do not belong together.
+EXTRA_NEGATIVE = ("refund", "password", False)
 
 
 def _call(fn: Callable, args: tuple) -> tuple[np.ndarray, np.ndarray] | str:
@@ -32,27 +48,27 @@ def _call(fn: Callable, args: tuple) -> tuple[np.ndarray, np.ndarray] | str:
 
 def _check_mover(fn: object, name: str, reference: Callable, cases: list[tuple], hint: Callable) -> bool:
     if fn is None:
-        print(f"Not answered yet: fill in your {name} function and run the cell again.")
+        _say(f"Not answered yet: fill in your {name} function and run the cell again.")
         return False
     if not callable(fn):
-        print(f"Pass the function itself, e.g. check_{name}(my_{name}), not a {type(fn).__name__}.")
+        _say(f"Pass the function itself, e.g. check_{name}(my_{name}), not a {type(fn).__name__}.")
         return False
     for args in cases:
         got = _call(fn, args)
         if isinstance(got, str) and got.startswith("nothing"):
-            print("Not answered yet: your function returned None; replace the placeholder line.")
+            _say("Not answered yet: your function returned None; replace the placeholder line.")
             return False
         if isinstance(got, str):
-            print(f"Your function raised {got} for the arguments {args}; it should return two points.")
+            _say(f"Your function raised {got} for the arguments {args}; it should return two points.")
             return False
         want = reference(*args)
         if got[0].shape != want[0].shape or got[1].shape != want[1].shape:
-            print(f"For the arguments {args} it should return two points of {want[0].size} numbers each.")
+            _say(f"For the arguments {args} it should return two points of {want[0].size} numbers each.")
             return False
         if not (np.allclose(got[0], want[0]) and np.allclose(got[1], want[1])):
-            print(hint(args, got))
+            _say(hint(args, got))
             return False
-    print(f"Right: your {name} agrees with the reference on all {len(cases)} cases.")
+    _say(f"Right: your {name} agrees with the reference on all {len(cases)} cases.")
     return True
 
 
@@ -91,33 +107,66 @@ def check_push(fn: object) -> bool:
     return _check_mover(fn, "push", push, cases, hint)
 
 
-def best_in_batch_accuracy(tau: float = 0.1, *, seed: int = SLIDER_SEED, every: int = 40,
-                           max_steps: int = 400) -> float:
-    """Highest unseen look-alike accuracy the in-batch model shows at any multiple of ``every`` steps.
+def check_collapse_point(answer: object) -> bool:
+    """Slider exercise: with no negatives, where does login end after many steps? An (x, y) point.
 
-    The defaults are the lesson's steps slider: seed `SLIDER_SEED`, positions 0, 40, ..., 400.
-    """
-    _, curve = train_bi_encoder(False, seed=seed, tau=tau, steps=max_steps, checkpoints=range(0, max_steps + 1, every))
-    return max(curve.values())
-
-
-def check_best_in_batch(answer: object) -> bool:
-    """The slider question: the in-batch model's best unseen accuracy over the steps slider (seed 10, tau 0.1).
-
-    Accepts a share (0.6) or a percentage (60).
+    A pull moves both words by the same amount in opposite directions, so their midpoint never
+    moves: login and password meet at the midpoint of their starting positions.
     """
     if answer is None:
-        print("Not answered yet: fill in the highest accuracy you saw (a share, e.g. 0.5).")
+        _say("Not answered yet: fill in answer = (x, y), the point where login ends.")
         return False
-    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)) or not 0 <= answer <= 100:
-        print(f"The answer is a number: a share from 0 to 1 or a percentage from 0 to 100, got {answer!r}.")
+    try:
+        point = np.asarray(answer, dtype=np.float64)
+    except (TypeError, ValueError):
+        point = np.array([])
+    if point.shape != (2,) or not np.all(np.isfinite(point)):
+        _say(f"The answer is a point, two numbers (x, y), got {answer!r}.")
         return False
-    share = answer / 100 if answer > 1 else float(answer)
-    truth = best_in_batch_accuracy(0.1)
-    if abs(share - truth) < 0.01:
-        print(f"Right: at its best the in-batch model gets {truth:.0%} of the unseen look-alikes on this seed; "
-              "the hard-negative model gets all of them.")
+    start = {w: np.array(p, dtype=np.float64) for w, p in START.items()}
+    truth = (start["login"] + start["password"]) / 2
+    if np.linalg.norm(point - truth) < 0.01:
+        _say("Right: a pull moves both words by the same step in opposite directions, so the pair's "
+              "midpoint never moves; with nothing else acting on them, they meet there.")
         return True
-    print("Higher than it ever gets: check that the dropdown says in-batch negatives only." if share > truth
-          else "It does better than that at some step: slide through all the steps and keep the highest value.")
+    misses = {
+        "start": (start["login"], "That is where login starts. Without negatives, does anything stop the pull?"),
+        "partner": (start["password"], "That is password's start: both words move, not only login."),
+        "other pair": ((start["refund"] + start["money"]) / 2,
+                       "That is where the other pair, refund and money, meets. Which pair is login in?"),
+        "all four": (sum(start[w] for w in ("login", "password", "refund", "money")) / 4,
+                     "Close, but no pull joins the two pairs: login only ever moves with password."),
+    }
+    for target, text in misses.values():
+        if np.linalg.norm(point - target) < 0.01:
+            _say(text)
+            return False
+    _say("Not there. Hint: one pull moves login and password by the same step towards each other. "
+          "What stays where it was?")
     return False
+
+
+def added_negative_distance(steps: int = 10) -> float:
+    """login - password distance after ``steps`` with (refund, password) added at the end of the pairs."""
+    positions = margin_toy(steps, pairs=PAIRS + (EXTRA_NEGATIVE,))
+    return {(a, b): d for a, b, _, d in pair_distances(positions)}[("login", "password")]
+
+
+def check_added_negative(answer: object) -> bool:
+    """Exercise: add (refund, password) as a negative at the end of the pairs; login - password after 10 steps?"""
+    value = number_answer(answer, "Not answered yet: fill in the distance.")
+    if value is None:
+        return False
+    before = {(a, b): d for a, b, _, d in pair_distances(margin_toy(10))}[("login", "password")]
+    first = margin_toy(10, pairs=(EXTRA_NEGATIVE,) + PAIRS)
+    in_front = {(a, b): d for a, b, _, d in pair_distances(first)}[("login", "password")]
+    return _grade(
+        value, added_negative_distance(10),
+        "Right: the new push moves password away from refund, and login sits close to refund, so password "
+        "also moves away from login; the pull still takes 20% of the gap every step, so the pair closes "
+        "all the same, a step or so later.",
+        {before: "That is the distance with the five original pairs. Add the new pair and train again.",
+         in_front: "Close: you put the new pair first. One step visits the pairs in list order; add it at the end.",
+         0.0: "Not after 10 steps: the pull removes 20% of the gap per step, so some gap is left."},
+        "Not that. Build the pairs (the five, then the new one), train 10 steps and measure login - password.",
+        tol=2e-3)
