@@ -58,7 +58,6 @@ __all__ = [
     "ClipToy",
     "train_clip_toy",
     "staircase_misses",
-    "steps_to_reach",
 ]
 
 N_CLASSES, LATENT_DIM, IMAGE_DIM, CAPTION_DIM = 5, 8, 32, 24
@@ -225,14 +224,3 @@ def staircase_misses(similarity: np.ndarray, labels: np.ndarray) -> list[tuple[i
         raise ValueError(f"similarity (n, C) and labels (n,) do not fit: {similarity.shape} and {labels.shape}")
     predicted = similarity.argmax(axis=1)
     return [(int(r), int(labels[r]), int(predicted[r])) for r in np.flatnonzero(predicted != labels)]
-
-
-def steps_to_reach(target: float, *, tau: float, seed: int = 0, max_steps: int = 300) -> int | None:
-    """The fewest training steps whose zero-shot accuracy is >= target (None if not within max_steps)."""
-    run = train_clip_toy(seed=seed, steps=max_steps, tau=tau, checkpoints=range(max_steps + 1))
-    return next((s for s in range(max_steps + 1) if run.accuracy_at[s] >= target), None)
-
-
-# ---------------------------------------------------------------------------
-# Exercise checks: they say whether an answer is right, never what it is.
-# ---------------------------------------------------------------------------

@@ -77,6 +77,3 @@ def false_negative_floor(batch_labels: np.ndarray) -> float:
         raise ValueError(f"batch_labels must be a non-empty 1-D array, got shape {labels.shape}")
     same = labels[:, None] == labels[None, :]
     return float(np.mean(np.log(same.sum(axis=1))))
-
-
-# ---- exercise checks: say right, or how it is wrong, never the answer ----------

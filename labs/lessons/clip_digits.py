@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -104,6 +105,11 @@ class DigitSplit:
     y_train: np.ndarray  # (N_train,) int
     X_test: np.ndarray  # (N_test, 64) float32
     y_test: np.ndarray  # (N_test,) int
+
+    @cached_property
+    def pixel_probe(self) -> float:
+        """The linear probe on the raw pixels: the yardstick no tower changes, so computed once per split."""
+        return linear_probe_accuracy(self.X_train, self.y_train, self.X_test, self.y_test)
 
 
 def load_digit_split(*, test_size: float = 0.3, seed: int = 0) -> DigitSplit:
@@ -321,7 +327,7 @@ class DigitsReport:
     """Everything the notebook's results table shows for one training run."""
 
     zero_shot: float  # zero-shot accuracy on the test images of the evaluated classes
-    probe: float  # linear probe on the tower's test vectors
+    probe: float  # linear probe on the tower's test vectors (NaN when run with probe=False)
     pixel_probe: float  # linear probe on the raw pixels
     chance: float  # 1 / number of classes
     image_to_text: float  # hit@1, test images against every caption
@@ -342,12 +348,14 @@ def run_digits_lit(
     seed: int = 0,
     sampler: str = "random",
     mask_same_digit: bool = False,
+    probe: bool = True,
 ) -> DigitsReport:
     """Train on every digit except ``held_out``, then evaluate on all ten test classes.
 
     ``sampler="one_per_digit"`` trains on batches of one image per trained digit
     (no false negatives; see `draw_batch`); "random" on batches of 64 images,
     with same-digit captions masked out of the negatives if ``mask_same_digit``.
+    ``probe=False`` skips fitting the linear probe on the tower's vectors (``probe`` is then NaN).
     """
     held = sorted({int(c) for c in held_out})
     if not set(held) <= set(range(10)) or len(held) >= 10:
@@ -364,8 +372,9 @@ def run_digits_lit(
     i2t, t2i = hit_at_1(test_vecs, split.y_test, text_vecs, text_labels)
     return DigitsReport(
         zero_shot=float(np.mean(pred == split.y_test)),
-        probe=linear_probe_accuracy(train_vecs.numpy(), split.y_train, test_vecs.numpy(), split.y_test),
-        pixel_probe=linear_probe_accuracy(split.X_train, split.y_train, split.X_test, split.y_test),
+        probe=(linear_probe_accuracy(train_vecs.numpy(), split.y_train, test_vecs.numpy(), split.y_test)
+               if probe else float("nan")),
+        pixel_probe=split.pixel_probe,
         chance=0.1,
         image_to_text=i2t,
         text_to_image=t2i,

@@ -11,12 +11,10 @@ import torch.nn.functional as F
 
 from labs.lessons import clip_batches as cb
 from labs.lessons import clip_digits as cd
-from labs.classroom.exercises.clip import (
-    check_steps_to_90, check_uniform_table_loss,
-)
+from labs.classroom.exercises.clip import check_best_share, check_hub_table_loss
 from labs.lessons.clip import (
     class_captions, clip_loss_and_grads, embed, make_toy_world, sample_pairs,
-    staircase_misses, steps_to_reach, train_clip_toy, zero_shot_predict,
+    staircase_misses, train_clip_toy, zero_shot_predict,
 )
 from labs.lessons.infonce import clip_loss
 from labs.retrieval.metrics import mrr_at_k, rank_documents
@@ -166,28 +164,36 @@ def test_toy_functions_bad_input():
         staircase_misses(np.ones((3, 5)), np.zeros(4))
 
 
-def test_check_uniform_table_loss(capsys):
-    assert check_uniform_table_loss(math.log(3)) is True
+def test_check_hub_table_loss(capsys):
+    truth = clip_loss(np.array([[1.0, 0.0], [1.0, 0.0]]), 1.0)
+    by_hand = (math.log(1 + 1 / math.e) + math.log(1 + math.e) + 2 * math.log(2)) / 4  # rows, then columns
+    assert truth == pytest.approx(by_hand)
+    assert check_hub_table_loss(truth) is True
     assert "Right" in capsys.readouterr().out
-    for wrong in (0.0, 1 / 3, 0.5, "abc"):
-        assert check_uniform_table_loss(wrong) is False
-        assert "Right" not in capsys.readouterr().out
-    assert check_uniform_table_loss(None) is False
+    for wrong in (0.0, math.log(2), (math.log(1 + 1 / math.e) + math.log(1 + math.e)) / 2, 2 * truth, "abc"):
+        assert check_hub_table_loss(wrong) is False
+        out = capsys.readouterr().out
+        assert "Right" not in out and f"{truth:.3f}" not in out
+    assert check_hub_table_loss(None) is False
     assert "not answered yet" in capsys.readouterr().out.lower()
 
 
-def test_check_steps_to_90(capsys):
-    truth = steps_to_reach(0.9, tau=1.0, seed=0)
-    assert truth is not None and truth > 1
-    assert check_steps_to_90(truth) is True
+def test_check_best_share(capsys):
+    truth = math.e / (math.e + 31 / math.e)  # own caption at cosine 1, the 31 others at -1, tau = 1
+    assert check_best_share(truth) is True and check_best_share(100 * truth) is True
     assert "Right" in capsys.readouterr().out
-    assert check_steps_to_90(truth - 1) is False
-    assert "Try more" in capsys.readouterr().out
-    assert check_steps_to_90(truth + 40) is False
-    assert "Try fewer" in capsys.readouterr().out
-    for bad in (None, -3, 2.5, True):
-        assert check_steps_to_90(bad) is False
-        assert "Right" not in capsys.readouterr().out
+    for wrong in (1.0, 1 / 32, math.e / (math.e + 31), 0.5, "abc"):
+        assert check_best_share(wrong) is False
+        out = capsys.readouterr().out
+        assert "Right" not in out and f"{truth:.2f}" not in out
+    assert check_best_share(None) is False
+    assert "not answered yet" in capsys.readouterr().out.lower()
+
+
+def test_the_best_share_bounds_the_trained_toy():
+    """No trained row gets past the share the exercise computes: at tau = 1 the loss stays above its floor."""
+    run = train_clip_toy(seed=0, steps=300, tau=1.0)
+    assert min(run.losses) > -math.log(math.e / (math.e + 31 / math.e))
 
 
 # ---------------------------------------------------------------------------
@@ -204,7 +210,7 @@ def digits():
     emb = cd.embed_captions(captions, model)
     split = cd.load_digit_split()
     report = cd.run_digits_lit(split, emb)
-    held = cd.run_digits_lit(split, emb, held_out=(3, 8))
+    held = cd.run_digits_lit(split, emb, held_out=(3, 8), probe=False)
     return model, captions, emb, split, report, held
 
 
@@ -222,6 +228,13 @@ def test_digits_zero_shot_well_above_chance(digits):
     assert report.zero_shot >= 0.6
     assert report.chance == 0.1
     assert report.probe >= 0.6 and report.pixel_probe >= 0.6
+
+
+def test_the_pixel_probe_is_fitted_once_per_split_and_the_tower_probe_can_be_skipped(digits):
+    *_, split, report, held = digits
+    assert "pixel_probe" in vars(split)  # cached on the split by the first run
+    assert held.pixel_probe == report.pixel_probe == split.pixel_probe
+    assert math.isnan(held.probe) and not math.isnan(report.probe)
 
 
 def test_digits_both_retrieval_directions_reported(digits):

@@ -1,7 +1,8 @@
-"""Answer checks of the CLIP lesson.
+"""Answer checks of the CLIP lesson (notebooks/08_clip.ipynb).
 
 Each check takes the reader's answer, prints "Right: ..." or a hint that says how
-the answer is wrong (never the answer), and returns True or False.
+the answer is wrong (never the answer), and returns True or False. Every question
+asks for a step of reasoning that the page does not print.
 """
 
 from __future__ import annotations
@@ -11,68 +12,87 @@ import math
 import numpy as np
 
 from labs.classroom.answers import grade_number, number_answer
-from labs.lessons.clip import steps_to_reach, train_clip_toy
-from labs.lessons.infonce import clip_loss
 from labs.lessons.clip_batches import false_negative_floor
+from labs.lessons.infonce import clip_loss
 
-__all__ = ["check_uniform_table_loss", "check_steps_to_90", "FLOOR_BATCH", "check_false_negative_floor"]
+__all__ = ["HUB_TABLE", "check_hub_table_loss", "FLOOR_BATCH", "check_false_negative_floor",
+           "SHARE_BATCH", "SHARE_TAU", "check_best_share"]
+
+HUB_TABLE = ((1.0, 0.0), (1.0, 0.0))  # both images score caption 1 highest: caption 1 is a hub
 
 
-def check_uniform_table_loss(answer: float | None) -> bool:
-    """Exercise: B = 3 pairs whose table has the same cosine everywhere; the CLIP loss at any tau?"""
-    value = number_answer(answer, "Not answered yet: fill in answer = the loss as a number (3 decimals are enough)")
+def check_hub_table_loss(answer) -> bool:
+    """Exercise: the CLIP loss at tau = 1 of the table [[1, 0], [1, 0]] (rows images, columns captions)."""
+    value = number_answer(answer, "Not answered yet. Fill in answer = the loss.")
     if value is None:
         return False
-    truth = clip_loss(np.full((3, 3), 0.4), 0.1)
-    if abs(value - truth) < 5e-3:
-        print("Right: every row and every column splits its softmax evenly, a third each, so each "
-              "direction loses -ln(1/3) and so does their average, whatever tau is.")
-        return True
-    if value <= 0:
-        print("Hint: a loss of 0 needs the right card to take the whole share; here it takes an equal share.")
-    elif abs(value - 1 / 3) < 5e-3:
-        print("Hint: 1/3 is the share of the right caption; the loss is minus the log of that share.")
-    else:
-        print("Hint: with equal scores the softmax gives each of the 3 captions the same share. "
-              "What is minus the log of that share?")
-    return False
-
-
-def check_steps_to_90(answer: int | None) -> bool:
-    """Exercise: on seed 0 at tau = 1.0, the fewest steps that lift zero-shot accuracy to >= 90%?"""
-    if answer is None:
-        print("Not answered yet: fill in answer = a whole number of training steps")
-        return False
-    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)) or answer < 0:
-        print(f"Hint: the answer is a whole number of steps (0 or more), got {answer!r}")
-        return False
-    truth = steps_to_reach(0.9, tau=1.0, seed=0)
-    accuracy = train_clip_toy(seed=0, steps=int(answer), tau=1.0).zero_shot_accuracy
-    if answer == truth:
-        print(f"Right: at {answer} steps the accuracy is {accuracy:.0%}, and every smaller number of steps "
-              "stays below 90%.")
-        return True
-    if accuracy < 0.9:
-        print(f"Not yet: at {answer} steps (tau = 1.0) the accuracy is {accuracy:.0%}, below 90%. Try more steps.")
-    else:
-        print(f"Close: {answer} steps reach {accuracy:.0%}, but fewer steps already reach 90%. Try fewer.")
-    return False
-
-
-FLOOR_BATCH = (7, 7, 3, 1)  # the exercise's batch: four images, two of them sevens
-
-
-def check_false_negative_floor(answer: float | None) -> bool:
-    """Exercise: the false-negative floor (mean row loss) of a batch whose images show 7, 7, 3 and 1."""
-    value = number_answer(answer, "Not answered yet: fill in answer = the floor, a number (2 decimals are enough)")
-    if value is None:
-        return False
-    truth = false_negative_floor(np.array(FLOOR_BATCH))
+    S = np.array(HUB_TABLE)
+    truth = clip_loss(S, 1.0)
+    rows = (math.log(1 + math.exp(-1)) + math.log(1 + math.e)) / 2
     return grade_number(
-        value, truth, "Right: each seven splits its share with the other seven's caption (ln 2 each), "
-        "the 3 and the 1 are alone (0 each), and the floor is the mean over the four rows.",
-        {len(FLOOR_BATCH) * truth: "Close: that is the sum of the rows; the loss is their mean.",
-         math.log(2): "Close: that is the floor of one seven's row; the other two rows can reach 0. "
-                      "Average all four."},
-        "Hint: a row whose digit appears n times in the batch can do no better than ln n. "
-        "Count per row, then average.", tol=5e-3)
+        value, truth,
+        "Right: along the rows, image 1 is fine (ln(1 + 1/e)) and image 2 prefers the wrong caption "
+        "(ln(1 + e)); down the columns each caption sees two equal scores, a share of one half (ln 2 each). "
+        "The CLIP loss averages the two directions.",
+        {rows: "That is the row direction alone (images picking captions). Now let each caption pick its image "
+               "down its column, and average the two directions.",
+         math.log(2): "That is the column direction alone. Add the rows (images picking captions) and average.",
+         2 * truth: "That is the sum of the two directions; the CLIP loss is their average.",
+         math.log(1 + math.e): "That is image 2's row alone. Average over both rows, then over both directions."},
+        "Hint: do each row (an image picking among the 2 captions) and each column (a caption picking among the "
+        "2 images) at tau = 1, average each direction over its 2 rows, then average the two directions.",
+        tol=5e-3)
+
+
+FLOOR_BATCH = (7, 7, 7, 1, 1, 3)  # the exercise's batch: six images, three sevens and two ones
+
+
+def check_false_negative_floor(answer) -> bool:
+    """Exercise: the false-negative floor (the lowest mean row loss) of a batch of digits 7, 7, 7, 1, 1, 3."""
+    value = number_answer(answer, "Not answered yet. Fill in answer = the floor.")
+    if value is None:
+        return False
+    batch = np.array(FLOOR_BATCH)
+    truth = false_negative_floor(batch)
+    sevens, ones = math.log(3), math.log(2)
+    return grade_number(
+        value, truth,
+        "Right: each seven's row splits its share three ways (ln 3), each one's row two ways (ln 2), the 3's "
+        "row has nobody to share with (0), and the floor is the mean over the six rows.",
+        {len(batch) * truth: "Close: that is the sum over the rows; the loss is their mean.",
+         (sevens + ones) / 2: "Every row counts, not every digit: there are three sevens' rows, two ones' rows "
+                              "and one row for the 3. Average over the six rows.",
+         sevens: "That is one seven's row. The other rows can go lower: average all six.",
+         (3 * math.log(2) + 2 * math.log(2)) / 6: "A seven's row shares with two other sevens, so its own "
+                                                  "caption is one of three alike, not one of two."},
+        "Hint: if an image cannot tell its own caption from the other captions of its digit, the best it can do "
+        "is an equal share among them. Work out each row's loss, then average over the rows.", tol=5e-3)
+
+
+SHARE_BATCH, SHARE_TAU = 32, 1.0  # the toy's batch and the slider's largest temperature
+
+
+def check_best_share(answer) -> bool:
+    """Exercise (slider): at tau = 1 in a batch of 32, the largest share a row can give its own caption
+    (cosines lie between -1 and 1)."""
+    value = number_answer(answer, "Not answered yet. Fill in answer = the share.")
+    if value is None:
+        return False
+    if value > 1:
+        value /= 100  # a percentage
+    best, worst = 1 / SHARE_TAU, -1 / SHARE_TAU
+    truth = math.exp(best) / (math.exp(best) + (SHARE_BATCH - 1) * math.exp(worst))
+    return grade_number(
+        value, truth,
+        "Right: the best a row can do is cosine 1 with its own caption and -1 with all 31 others, and at "
+        "tau = 1 the softmax reads those cosines as they are: e / (e + 31/e). No row can pass that share, so "
+        "the loss can never fall below minus its log, however well the encoders are trained.",
+        {1.0: "A share of 1 needs the other captions infinitely far below. At tau = 1 the scores only span "
+              "-1 to 1.",
+         1 / SHARE_BATCH: "That is the share when every caption scores alike, the worst case. Give the row its "
+                          "best case: cosine 1 for its own caption, -1 for the others.",
+         math.e / (math.e + SHARE_BATCH - 1): "That puts the other 31 captions at cosine 0. They can go "
+                                              "lower: to -1.",
+         math.e / (math.e + 1 / math.e): "That is a batch of two. This batch has 31 wrong captions."},
+        "Hint: the largest share comes with the largest own cosine and the smallest other cosines. Cosines lie "
+        "between -1 and 1; at tau = 1 they enter the softmax unchanged.", tol=5e-3)
