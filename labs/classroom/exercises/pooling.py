@@ -1,4 +1,4 @@
-"""Answer checks of the pooling lesson.
+"""Answer checks of the pooling lesson: a mean that forgot its mask, and where CLS pooling reads in a left-padded batch.
 
 Each check takes the reader's answer, prints "Right: ..." or a hint that says how
 the answer is wrong (never the answer), and returns True or False.
@@ -8,34 +8,64 @@ from __future__ import annotations
 
 from labs.classroom.answers import grade_number, number_answer
 
-__all__ = ["check_unmasked_mean", "check_padding_safe_mode"]
+__all__ = ["TOY_TOKENS", "TOY_PAD_ROW", "TOY_PADS", "LEFT_BATCH_LENGTHS", "check_unmasked_mean",
+           "check_left_padded_cls"]
+
+#: the lesson's toy: three real tokens' vectors, and the vector the transformer gave each padding position
+TOY_TOKENS = ((2.0, 1.0), (4.0, 3.0), (6.0, 2.0))
+TOY_PAD_ROW = (-2.0, 2.0)
+TOY_PADS = 2
+#: token counts ([CLS] and [SEP] included) of a batch padded on the left to the longest
+LEFT_BATCH_LENGTHS = (9, 6, 4)
 
 
 def check_unmasked_mean(answer: object) -> bool:
-    """Tokens with first coordinates 2, 4, 6 plus one padding token (0), averaged WITHOUT the mask."""
+    """Exercise: first coordinate of the mean of the toy's three tokens plus two padding rows (-2, 2), mask forgotten."""
     value = number_answer(answer, "Not answered yet: fill in a number, the first coordinate of the unmasked mean.",
                           "Give a number, not {answer!r}.")
     if value is None:
         return False
+    real = [t[0] for t in TOY_TOKENS]
+    pads = [TOY_PAD_ROW[0]] * TOY_PADS
+    truth = sum(real + pads) / (len(real) + len(pads))
     return grade_number(
-        value, 3.0, "Right: the padding zero joins the sum and the count, so the mean is pulled towards 0.",
-        {4.0: "Not yet: that is the masked mean. Without the mask the padding token is counted too."},
-        "Not yet: add all four first coordinates (the padding one is 0) and divide by four.", tol=1e-6)
+        value, truth, "Right: the padding rows join the sum and the count: (2 + 4 + 6 - 2 - 2) / 5.",
+        {sum(real) / len(real): "Not yet: that is the masked mean. Without the mask the padding rows are "
+                                "averaged in too.",
+         sum(real) / (len(real) + len(pads)): "Close: you counted the padding positions, but as zeros. The "
+                                              "transformer's padding rows are not zero here.",
+         sum(real + pads[:1]) / (len(real) + 1): "Close: there are two padding rows, not one."},
+        "Not yet: add the first coordinates of all five rows (the three tokens and both padding rows) and "
+        "divide by how many rows there are.", tol=1e-6)
 
 
-def check_padding_safe_mode(answer: object) -> bool:
-    """Which pooling mode gives the same vector with the mask off, in a right-padded batch?"""
+def check_left_padded_cls(answer: object) -> bool:
+    """Exercise: in a left-padded batch of texts with 9, 6 and 4 tokens, the position (from 0) cls_pool reads per row."""
     if answer is None:
-        print("Not answered yet: fill in one of 'mean', 'cls', 'last'.")
+        print("Not answered yet: fill in answer = (a, b, c), one position per text, counting from 0.")
         return False
-    text = str(answer).strip().lower().replace("-", " ").replace("_", " ")
-    if text in ("cls", "cls token", "first", "first token"):
-        print("Right: with right padding position 0 is always a real token, so CLS never reads a pad.")
+    try:
+        given = tuple(int(v) for v in answer)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        print(f"Answer with three whole numbers (a, b, c), got {answer!r}")
+        return False
+    longest = max(LEFT_BATCH_LENGTHS)
+    truth = tuple(longest - n for n in LEFT_BATCH_LENGTHS)
+    if given == truth:
+        print("Right: with left padding each text starts after its padding, so its [CLS] sits at position "
+              "(longest length - its length).")
         return True
-    if text in ("mean", "average"):
-        print("Not yet: switch the mask off and watch the short text's row; the pads join the average.")
-    elif text in ("last", "last token", "lasttoken"):
-        print("Not yet: without the mask the last position of a short text is a padding token.")
+    if len(given) != len(LEFT_BATCH_LENGTHS):
+        print("Give one position per text: three numbers.")
+    elif given == (0,) * len(given):
+        print("Not yet: position 0 holds [CLS] only for the longest text. In a left-padded row the padding "
+              "comes first.")
+    elif given == tuple(n - 1 for n in LEFT_BATCH_LENGTHS):
+        print("Not yet: those are the last real tokens of a right-padded batch. Here the padding is on "
+              "the left, and CLS pooling wants the first real token.")
+    elif given == tuple(t + 1 for t in truth):
+        print("Almost: count positions from 0, as Python does.")
     else:
-        print("Answer with one of 'mean', 'cls', 'last'.")
+        print("Not yet: for each text, count how many padding tokens come before it; its [CLS] is the "
+              "first position after them.")
     return False
