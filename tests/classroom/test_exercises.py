@@ -22,7 +22,7 @@ from labs.classroom.exercises.clip import FLOOR_BATCH, check_false_negative_floo
 from labs.classroom.exercises.hard_negatives import check_added_negative, check_collapse_point, check_pull, check_push
 from labs.classroom.exercises.mining import SAFE_WINDOW, check_mask, check_safe_window, check_same_batch_chance
 from labs.lessons.infonce import false_negative_mask
-from labs.classroom.exercises.pooling import check_padding_safe_mode, check_unmasked_mean
+from labs.classroom.exercises.pooling import check_left_padded_cls, check_unmasked_mean
 from labs.lessons.mining import CARDS, ROUTER_QUESTION, embedding_scores
 from labs.lessons.rerank import HELMET_PASSAGES, HELMET_QUESTIONS, collection, shortlist
 
@@ -35,8 +35,8 @@ def sharper_tau():
 
 # check name -> (a function giving the right answer, a wrong answer, text the wrong answer's hint must not show)
 CASES = {
-    "check_unmasked_mean": (lambda: 3.0, 4.0, None),
-    "check_padding_safe_mode": (lambda: "cls", "mean", "cls"),
+    "check_unmasked_mean": (lambda: 1.6, 4.0, "1.6"),
+    "check_left_padded_cls": (lambda: (0, 3, 5), (0, 0, 0), "(0, 3, 5)"),
     "check_cross_encoder_reason": (lambda: "b", "a", None),
     "check_duplicate_floor": (lambda: math.log(3), math.log(2), "1.10"),
     "check_sharper_tau": (sharper_tau, 0.5, None),
@@ -125,8 +125,8 @@ def test_some_lesson_calls_each_check(name):
 @pytest.mark.parametrize(
     "check, right, wrong",
     [
-        (check_unmasked_mean, [3, "3.0"], [4, 2.5, "x"]),
-        (check_padding_safe_mode, ["cls", " CLS "], ["mean", "last", "max"]),
+        (check_unmasked_mean, [1.6, "1.6"], [4, 2.4, 2.5, "x"]),
+        (check_left_padded_cls, [(0, 3, 5), ["0", "3", "5"]], [(0, 0, 0), (8, 5, 3), (1, 4, 6), (0, 3), "x"]),
     ],
 )
 def test_pooling_checks_read_numbers_and_words_leniently(check, right, wrong, capsys):
