@@ -23,7 +23,7 @@ TWO_CARD_SCORE = -1.0
 
 def check_one_step_lr(answer: object) -> bool:
     """The learning rate that takes L(w) = 5 (w - 3)^2 to its minimum in one step, from any start."""
-    value = number_answer(answer, "Not answered yet: fill in a learning rate, a number.")
+    value = number_answer(answer, "Not answered yet: fill in a learning rate.")
     if value is None:
         return False
     truth = 1 / (2 * ONE_STEP_CURVE)
@@ -40,7 +40,7 @@ def check_one_step_lr(answer: object) -> bool:
 
 def _two_numbers(answer: object) -> tuple[float, float] | None:
     if answer is None:
-        print("Not answered yet: fill in answer = (w1, w2), the point after one step.")
+        print("Not answered yet: fill in answer = (w1, w2).")
         return None
     try:
         w1, w2 = (float(v) for v in answer)  # type: ignore[union-attr]
@@ -78,7 +78,7 @@ def check_bowl_step(answer: object) -> bool:
 
 def check_two_card_slope(answer: object) -> bool:
     """dL/ds of the two-card loss L(s) = -ln(e^s / (e^s + 1)) at s = -1 (the right card 1 below the wrong one)."""
-    value = number_answer(answer, "Not answered yet: fill in the slope dL/ds, a number.")
+    value = number_answer(answer, "Not answered yet: fill in the slope dL/ds.")
     if value is None:
         return False
     share = math.exp(TWO_CARD_SCORE) / (math.exp(TWO_CARD_SCORE) + 1)

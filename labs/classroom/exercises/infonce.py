@@ -39,7 +39,7 @@ def triplet_batch_loss(margin: float) -> float:
 
 def check_cell_gradient(answer: object) -> bool:
     """Exercise: the slope of the batch loss (tau = 0.5) with respect to cell (2, 3), question 2's negative card 3."""
-    value = number_answer(answer, "Not answered yet: fill in the slope of the batch loss, a number.")
+    value = number_answer(answer, "Not answered yet: fill in the slope, a number.")
     if value is None:
         return False
     row, col = GRADIENT_CELL
@@ -62,7 +62,7 @@ def check_cell_gradient(answer: object) -> bool:
 
 def check_duplicate_floor(answer: object) -> bool:
     """Exercise: a row's right card is in the batch three times (identical); the lowest loss it can reach?"""
-    value = number_answer(answer, "Not answered yet: fill in the lowest loss, a number (2 decimals are enough)")
+    value = number_answer(answer, "Not answered yet: fill in the lowest loss.")
     if value is None:
         return False
     return grade_number(
@@ -77,7 +77,7 @@ def check_duplicate_floor(answer: object) -> bool:
 
 def check_triplet_batch_loss(answer: object) -> bool:
     """Exercise: the mean triplet loss of the lesson's table over its six (question, negative) pairs, margin 0.4."""
-    value = number_answer(answer, "Not answered yet: fill in the mean triplet loss, a number.")
+    value = number_answer(answer, "Not answered yet: fill in the mean loss.")
     if value is None:
         return False
     truth = triplet_batch_loss(TRIPLET_MARGIN)

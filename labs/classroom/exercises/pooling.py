@@ -21,7 +21,7 @@ LEFT_BATCH_LENGTHS = (9, 6, 4)
 
 def check_unmasked_mean(answer: object) -> bool:
     """Exercise: first coordinate of the mean of the toy's three tokens plus two padding rows (-2, 2), mask forgotten."""
-    value = number_answer(answer, "Not answered yet: fill in a number, the first coordinate of the unmasked mean.",
+    value = number_answer(answer, "Not answered yet: fill in a number.",
                           "Give a number, not {answer!r}.")
     if value is None:
         return False
@@ -42,7 +42,7 @@ def check_unmasked_mean(answer: object) -> bool:
 def check_left_padded_cls(answer: object) -> bool:
     """Exercise: in a left-padded batch of texts with 9, 6 and 4 tokens, the position (from 0) cls_pool reads per row."""
     if answer is None:
-        print("Not answered yet: fill in answer = (a, b, c), one position per text, counting from 0.")
+        print("Not answered yet: fill in answer = (a, b, c).")
         return False
     try:
         given = tuple(int(v) for v in answer)  # type: ignore[union-attr]
