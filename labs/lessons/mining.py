@@ -331,7 +331,7 @@ def experiment_differences(results: Mapping, metric: str = "mrr@10") -> list[dic
     return rows
 
 
-def design_lines(results: Mapping, width: int = 48) -> list[str]:
+def design_lines(results: Mapping, width: int = 46) -> list[str]:
     """The experiment's design as its results file records it, in lines of at most ``width`` characters."""
     data, st = results["data"], results["settings"]
     if "starts" in results:

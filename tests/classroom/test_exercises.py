@@ -154,7 +154,7 @@ def _wrong_push(a, b, rate, margin):
 
 
 def _said(capsys) -> str:
-    """What a check printed, with its 48-column line breaks undone."""
+    """What a check printed, with its line breaks (at 46 columns) undone."""
     return " ".join(capsys.readouterr().out.split())
 
 

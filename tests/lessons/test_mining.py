@@ -176,7 +176,7 @@ def test_curves_design_and_mining_read_both_layouts():
     assert len(mi.validation_curves(NEW_RUN)) == 2
     for results in (FIRST_RUN, NEW_RUN):
         lines = mi.design_lines(results)
-        assert lines and all(len(line) <= 48 for line in lines)
+        assert lines and all(len(line) <= 46 for line in lines)
     assert "0.59 of a pass" in " ".join(mi.design_lines(FIRST_RUN))
     assert "look-alike exam" in " ".join(mi.design_lines(NEW_RUN))
     assert mi.mining_summary(FIRST_RUN)["hn_top1"]["above_95pct"] == 368

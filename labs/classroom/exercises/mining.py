@@ -20,15 +20,15 @@ __all__ = ["SAFE_WINDOW", "check_mask", "check_safe_window", "check_same_batch_c
 
 
 def _say(text: str) -> None:
-    """Print a check's message in lines of at most 48 characters (a phone's width)."""
-    print(textwrap.fill(text, 48))
+    """Print a check's message in lines of at most 46 characters (a phone's output box)."""
+    print(textwrap.fill(text, 46))
 
 
 def _grade(value: float, truth: float, right: str, misses: dict[float, str], otherwise: str, *,
            tol: float) -> bool:
-    """`grade_number` with every message wrapped at 48 characters."""
-    return grade_number(value, truth, textwrap.fill(right, 48), {k: textwrap.fill(v, 48) for k, v in misses.items()},
-                        textwrap.fill(otherwise, 48), tol=tol)
+    """`grade_number` with every message wrapped at 46 characters."""
+    return grade_number(value, truth, textwrap.fill(right, 46), {k: textwrap.fill(v, 46) for k, v in misses.items()},
+                        textwrap.fill(otherwise, 46), tol=tol)
 
 
 # The router question under the packaged all-MiniLM-L6-v2: the power-cycle twin scores 0.854, the
