@@ -30,8 +30,9 @@ scores      (k,)         the cross-encoder's score per shortlisted passage
 
 Relations: `train_cross_encoder` is sentence-transformers' ``CrossEncoder`` on
 the packaged all-MiniLM-L6-v2 with a new one-number head and
-``BinaryCrossEntropyLoss``; `shortlist` equals ``torch.topk`` on the cosines,
-with ties broken by the lower index. Lesson: ``notebooks/09_beyond_one_vector.ipynb``.
+``BinaryCrossEntropyLoss``, whose value `binary_cross_entropy` computes by hand;
+`shortlist` equals ``torch.topk`` on the cosines, with ties broken by the lower
+index. Lesson: ``notebooks/09_beyond_one_vector.ipynb``.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ __all__ = [
     "shortlist",
     "rerank",
     "retrieve_then_rerank",
+    "binary_cross_entropy",
 ]
 
 #: The negation lab: a rule, its negation, and a paraphrase with no shared words.
@@ -216,6 +218,17 @@ def retrieve_then_rerank(query_vec: torch.Tensor, doc_vecs: torch.Tensor, k: int
     return rerank(candidates, score(candidates))
 
 
-# ---------------------------------------------------------------------------
-# Answer checks for the lesson's exercises: they say right or give a hint, never the answer
-# ---------------------------------------------------------------------------
+def binary_cross_entropy(probabilities: Sequence[float], labels: Sequence[int]) -> float:
+    """Mean of -[y ln p + (1 - y) ln(1 - p)] over the rows: minus the log of the probability of the right label.
+
+    ``probabilities`` are the model's p = sigmoid(logit) of "yes"; ``labels`` are 1 (yes) or 0 (no).
+    """
+    p = torch.as_tensor(list(probabilities), dtype=torch.float64)
+    y = torch.as_tensor(list(labels), dtype=torch.float64)
+    if p.ndim != 1 or p.shape != y.shape or len(p) == 0:
+        raise ValueError(f"need one probability per label, got {tuple(p.shape)} and {tuple(y.shape)}")
+    if not bool(((y == 0) | (y == 1)).all()):
+        raise ValueError("labels must be 0 or 1")
+    if not bool(((p > 0) & (p < 1)).all()):
+        raise ValueError("probabilities must lie strictly between 0 and 1")
+    return float(-(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean())

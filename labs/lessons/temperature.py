@@ -2,21 +2,23 @@
 
 In plain terms: the temperature ``tau`` divides every cosine before the
 softmax. A large ``tau`` keeps the softmax flat, so even a correctly ranked
-card earns a small share and the loss keeps pushing; a tiny ``tau`` makes the
-softmax nearly a hard max, so the gradient is 1/tau times larger and follows
-the single hardest negative, and plain SGD at a fixed learning rate starts to
-jump around.
+card earns a small share and the loss keeps pulling on every row, gently. A
+tiny ``tau`` makes the softmax nearly a hard max: a row whose right card
+leads comfortably gets almost no gradient, and a row near a mistake (a wrong
+card about as high as the right one, or higher) gets about ``1 / tau``. So a
+cold loss spends its whole gradient on the few rows near a mistake.
 
 Shapes
 ------
-==========  ==========  ==================================================
-name        shape       meaning
-==========  ==========  ==================================================
-queries     (n, 32)     raw features of the toy's queries (one view of z)
-docs        (n, 32)     raw features of their documents (another view)
-W           (32, 16)    the shared linear encoder being trained
-losses      (steps,)    the training loss after each step
-==========  ==========  ==================================================
+==============  ==========  ==================================================
+name            shape       meaning
+==============  ==========  ==================================================
+queries         (n, 32)     raw features of the toy's queries (one view of z)
+docs            (n, 32)     raw features of their documents (another view)
+W               (32, 16)    the shared linear encoder being trained
+losses          (steps,)    the training loss of each step's batch
+heldout_top1    (steps,)    held-out top-1 accuracy after each step
+==============  ==========  ==================================================
 
 Relations: the loss is `labs.lessons.infonce.info_nce_torch`, the same loss as
 sentence-transformers' MultipleNegativesRankingLoss with ``scale = 1 / tau``
@@ -39,8 +41,12 @@ __all__ = [
     "positive_loss_gradient",
     "make_toy_pairs",
     "TemperatureRun",
+    "OPTIMIZERS",
     "train_at_temperature",
 ]
+
+OPTIMIZERS = ("sgd", "adamw")  # plain SGD (the lesson's runs) and AdamW (torch's defaults but lr)
+SILENT = 0.01  # a row whose pull is under 1% of 1/tau teaches (almost) nothing
 
 
 def positive_loss_gradient(pos: float, negs: Sequence[float], tau: float) -> float:
@@ -74,14 +80,35 @@ def make_toy_pairs(
 
 @dataclass
 class TemperatureRun:
-    """What one training run at one temperature produced."""
+    """What one training run at one temperature produced.
+
+    The last four numbers are averages over the second half of training (its
+    steady part): ``jitter`` is in units of the loss, whose natural size is
+    1/tau (a row wrong by a cosine gap g costs about g / tau), so ``jitter * tau``
+    compares temperatures on one scale; ``rank_jitter`` needs no rescaling (a
+    change of held-out top-1, 0.01 = one point). ``teaching_rows`` and
+    ``wrong_rows`` describe the training batches' rows just before each step.
+    """
 
     tau: float
-    losses: np.ndarray  # (steps,) training loss after each step
-    accuracy: float  # held-out top-1: the right document ranks first among all held-out documents
-    share: float  # mean softmax share of the positive in held-out batches of `batch`
-    jitter: float  # std of step-to-step loss changes over the last half of training
+    losses: np.ndarray  # (steps,) training loss of each step's batch
+    heldout_top1: np.ndarray  # (steps,) held-out top-1 after each step
+    accuracy: float  # held-out top-1 at the end: the right document ranks first among all held-out documents
+    share: float  # mean softmax share of the positive in held-out batches of `batch`, at this tau
+    jitter: float  # std of the step-to-step change of the training loss
+    rank_jitter: float  # std of the step-to-step change of held-out top-1
+    teaching_rows: float  # share of rows pulled with at least 1% of 1/tau (1 - share >= 0.01)
+    wrong_rows: float  # share of rows whose right document is not first in its own batch
     W: torch.Tensor  # (dim, 16) the trained encoder
+
+
+def _top1(Tq: torch.Tensor, Td: torch.Tensor, W: torch.Tensor) -> float:
+    S = F.normalize(Tq @ W, dim=-1) @ F.normalize(Td @ W, dim=-1).T
+    return (S.argmax(dim=1) == torch.arange(len(S))).double().mean().item()
+
+
+def _step_jitter(values: np.ndarray) -> float:
+    return float(np.std(np.diff(values))) if len(values) > 2 else 0.0
 
 
 def train_at_temperature(
@@ -91,41 +118,57 @@ def train_at_temperature(
     steps: int = 300,
     batch: int = 32,
     lr: float = 0.5,
+    optimizer: str = "sgd",
     noise: float = 2.5,
     heldout: int = 500,
 ) -> TemperatureRun:
-    """Train a shared linear encoder (32 -> 16, unit-length outputs) with InfoNCE at ``tau``, plain SGD.
+    """Train a shared linear encoder (32 -> 16, unit-length outputs) with InfoNCE at ``tau``.
 
-    Same data, same initial weights and same batches for every ``tau`` (all
-    fixed by ``seed``), so runs differ only in the temperature.
+    Same data, same initial weights and same batches for every ``tau``,
+    ``optimizer`` and ``lr`` (all fixed by ``seed``), so runs differ only in
+    those settings. ``optimizer`` is "sgd" (plain SGD) or "adamw" (torch's
+    AdamW with its default betas and weight decay).
     """
     tau = valid_tau(tau)
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
+    if not lr > 0:
+        raise ValueError(f"lr must be > 0, got {lr!r}")
     if steps < 0 or batch < 2 or heldout < batch:
         raise ValueError(f"need steps >= 0, batch >= 2 and heldout >= batch; got {steps}, {batch}, {heldout}")
     Xq, Xd = make_toy_pairs(steps * batch + heldout, seed=seed, noise=noise)
     Tq, Td = Xq[steps * batch :], Xd[steps * batch :]
     gen = torch.Generator().manual_seed(seed)
     W = torch.nn.Parameter(torch.randn(Xq.shape[1], 16, generator=gen) / 4)
-    opt = torch.optim.SGD([W], lr=lr)
-    losses = np.zeros(steps)
+    opt = torch.optim.SGD([W], lr=lr) if optimizer == "sgd" else torch.optim.AdamW([W], lr=lr)
+    losses, top1 = np.zeros(steps), np.zeros(steps)
+    teaching, wrong = [], []
     for s in range(steps):
         rows = slice(s * batch, (s + 1) * batch)
+        if s >= steps // 2:
+            with torch.no_grad():
+                S = F.normalize(Xq[rows] @ W, dim=-1) @ F.normalize(Xd[rows] @ W, dim=-1).T
+                missing = 1 - torch.softmax(S / tau, dim=1).diagonal()  # the pull, in units of 1/tau
+            teaching.append((missing >= SILENT).double().mean().item())
+            wrong.append((S.argmax(dim=1) != torch.arange(batch)).double().mean().item())
         loss = info_nce_torch(Xq[rows] @ W, Xd[rows] @ W, tau)
         opt.zero_grad()
         loss.backward()
         opt.step()
         losses[s] = loss.item()
+        with torch.no_grad():
+            top1[s] = _top1(Tq, Td, W)
     with torch.no_grad():
         Q, D = F.normalize(Tq @ W, dim=-1), F.normalize(Td @ W, dim=-1)
         S = Q @ D.T
-        accuracy = (S.argmax(dim=1) == torch.arange(len(S))).double().mean().item()
         shares = [
             torch.softmax(S[i : i + batch, i : i + batch] / tau, dim=1).diagonal().mean().item()
             for i in range(0, heldout - batch + 1, batch)
         ]
-    tail = losses[steps // 2 :]
-    jitter = float(np.std(np.diff(tail))) if len(tail) > 2 else 0.0
-    return TemperatureRun(tau, losses, accuracy, float(np.mean(shares)), jitter, W.detach())
-
-
-# ---- exercise checks: say right, or how it is wrong, never the answer ----------
+    half = steps // 2
+    return TemperatureRun(
+        tau, losses, top1, _top1(Tq, Td, W.detach()), float(np.mean(shares)),
+        _step_jitter(losses[half:]), _step_jitter(top1[half:]),
+        float(np.mean(teaching)) if teaching else float("nan"),
+        float(np.mean(wrong)) if wrong else float("nan"), W.detach(),
+    )

@@ -14,34 +14,27 @@ import numpy as np
 import pytest
 
 import labs.classroom.exercises
+from labs.classroom.exercises.beyond_one_vector import SHORTLISTS
 from labs.classroom.exercises.hard_negatives import added_negative_distance
-from labs.lessons.infonce import positive_share
 from labs.lessons.margin_toy import pull, push
-from labs.classroom.exercises.beyond_one_vector import PARAPHRASE_RANK
 from labs.classroom.exercises.clip import FLOOR_BATCH, check_false_negative_floor
 from labs.classroom.exercises.hard_negatives import check_added_negative, check_collapse_point, check_pull, check_push
 from labs.classroom.exercises.mining import SAFE_WINDOW, check_mask, check_safe_window, check_same_batch_chance
 from labs.lessons.infonce import false_negative_mask
 from labs.classroom.exercises.pooling import check_left_padded_cls, check_unmasked_mean
 from labs.lessons.mining import CARDS, ROUTER_QUESTION, embedding_scores
-from labs.lessons.rerank import HELMET_PASSAGES, HELMET_QUESTIONS, collection, shortlist
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def sharper_tau():
-    return max(t / 100 for t in range(1, 100) if positive_share(0.8, [0.6] * 3, t / 100) >= 0.9)
 
 
 # check name -> (a function giving the right answer, a wrong answer, text the wrong answer's hint must not show)
 CASES = {
     "check_unmasked_mean": (lambda: 1.6, 4.0, "1.6"),
     "check_left_padded_cls": (lambda: (0, 3, 5), (0, 0, 0), "(0, 3, 5)"),
-    "check_cross_encoder_reason": (lambda: "b", "a", None),
     "check_duplicate_floor": (lambda: math.log(3), math.log(2), "1.10"),
-    "check_sharper_tau": (sharper_tau, 0.5, None),
-    "check_share_threshold": (lambda: "down", "up", "down"),
-    "check_scale_for_tau": (lambda: 1 / 0.07, 0.07, "14.3"),
+    "check_halved_gap_tau": (lambda: 0.1 / (0.2 / 0.05), 0.05, "0.025"),
+    "check_batch_tau": (lambda: 0.2 / math.log(9 * 31), 0.2 / math.log(27), "0.035"),
+    "check_pull_ratio": (lambda: math.exp(2 * 0.05 / 0.01) / math.exp(0.05 / 0.01), 100, "148"),
     "check_pull": (lambda: pull, lambda a, b, rate: (a, b), None),
     "check_push": (lambda: push, pull, None),
     "check_collapse_point": (lambda: (1.18, 1.25), (1.58, 0.85), "1.18"),
@@ -57,9 +50,9 @@ CASES = {
                              math.log(2), "0.753"),
     "check_false_negative_floor": (lambda: (3 * math.log(3) + 2 * math.log(2)) / 6, math.log(3), "0.78"),
     "check_best_share": (lambda: math.e ** 2 / (math.e ** 2 + 31), 1 / 32, "0.19"),
-    "check_short_vector_bytes": (lambda: 64 * 4, 64, "256"),
-    "check_smallest_shortlist": (lambda: PARAPHRASE_RANK, 6, None),  # the rank: tests/lessons/test_rerank.py
-    "check_rerank_ceiling": (lambda: 70 / 100, 1.0, "0.7"),
+    "check_index_gigabytes": (lambda: 128 * 1 * 10_000_000 / 1e9, 128 * 4 * 10_000_000 / 1e9, "1.28"),
+    "check_bce_probability": (lambda: 1 - math.exp(-2.0), math.exp(-2.0), "0.86"),
+    "check_best_shortlist_recall": (lambda: max(r * h for r, h in SHORTLISTS.values()), 0.8, "0.63"),
     "check_one_step_lr": (lambda: 0.1, 0.5, "0.1"),
     "check_bowl_step": (lambda: (1.4, 1.2), (0.6, 2.8), "1.4"),
     "check_two_card_slope": (lambda: 1 / (1 + math.e) - 1, 1 - 1 / (1 + math.e), "0.73"),
@@ -244,14 +237,3 @@ def test_check_false_negative_floor(capsys):
         assert check_false_negative_floor(wrong) is False
     out = capsys.readouterr().out
     assert "0.78" not in out and "0.780" not in out
-
-
-def test_paraphrase_rank_constant(minilm):
-    texts = collection()
-    vecs = minilm.encode(texts, convert_to_tensor=True, show_progress_bar=False)
-    q = minilm.encode(HELMET_QUESTIONS[0], convert_to_tensor=True, show_progress_bar=False)
-    order = shortlist(q, vecs, len(texts))
-    rank = order.index(texts.index(HELMET_PASSAGES[2])) + 1
-    assert rank == PARAPHRASE_RANK
-    scores = (vecs @ q)[order].tolist()
-    assert scores[rank - 2] - scores[rank - 1] > 0.05 and scores[rank - 1] - scores[rank] > 0.05

@@ -12,7 +12,7 @@ from labs.retrieval.models import minilm_path
 from labs.lessons.rerank import (
     collection, fill, HELMET_PASSAGES, HELMET_QUESTIONS, labelled_pairs,
     NO_NEW, NO_SEEN, Q_NEW, Q_SEEN, rerank as rerank_fn, retrieve_then_rerank,
-    RULES_HELD_OUT, RULES_TRAIN, shortlist, test_triples as make_triples,
+    RULES_HELD_OUT, RULES_TRAIN, shortlist, test_triples as make_triples, binary_cross_entropy,
     train_cross_encoder, YES_NEW, YES_SEEN,
 )
 
@@ -154,3 +154,30 @@ def test_cross_encoder_learns_negation_on_held_out_rules():
     pairs = [(q, p) for q, yes, no, _ in triples for p in (yes, no)]
     scores = cross.predict(pairs, show_progress_bar=False).reshape(-1, 2)
     assert (scores[:, 0] > scores[:, 1] + 0.3).all()
+
+
+def test_the_paraphrase_rank_the_lesson_prints_holds_on_any_cpu(minilm):
+    """The lesson's slider and exercise use where the bi-encoder ranks the head-protection
+    paraphrase for the first helmet question; cosine gaps of 0.05 around it keep it fixed."""
+    texts = collection()
+    vecs = minilm.encode(texts, convert_to_tensor=True, show_progress_bar=False)
+    q = minilm.encode(HELMET_QUESTIONS[0], convert_to_tensor=True, show_progress_bar=False)
+    order = shortlist(q, vecs, len(texts))
+    rank = order.index(texts.index(HELMET_PASSAGES[2])) + 1
+    assert rank == 9
+    scores = (vecs @ q)[order].tolist()
+    assert scores[rank - 2] - scores[rank - 1] > 0.05 and scores[rank - 1] - scores[rank] > 0.05
+
+
+def test_binary_cross_entropy_matches_torch():
+    p, y = [0.9, 0.2, 0.5, 0.99], [1, 0, 1, 0]
+    expected = torch.nn.functional.binary_cross_entropy(torch.tensor(p, dtype=torch.float64),
+                                                        torch.tensor(y, dtype=torch.float64))
+    assert binary_cross_entropy(p, y) == pytest.approx(expected.item(), rel=1e-12)
+    assert binary_cross_entropy([0.5], [0]) == pytest.approx(np.log(2))
+    with pytest.raises(ValueError, match="labels"):
+        binary_cross_entropy([0.5], [2])
+    with pytest.raises(ValueError, match="strictly"):
+        binary_cross_entropy([1.0], [1])
+    with pytest.raises(ValueError, match="one probability"):
+        binary_cross_entropy([0.5, 0.5], [1])

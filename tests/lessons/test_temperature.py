@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
+from labs.classroom.exercises.temperature import check_batch_tau, check_halved_gap_tau, check_pull_ratio
 from labs.lessons.infonce import positive_share
-
+from labs.lessons.temperature import make_toy_pairs, positive_loss_gradient, train_at_temperature
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -17,12 +20,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-from labs.classroom.exercises.temperature import (
-    check_scale_for_tau, check_share_threshold, check_sharper_tau,
-)
-from labs.lessons.temperature import (
-    make_toy_pairs, positive_loss_gradient, train_at_temperature,
-)
 
 
 @pytest.mark.parametrize("tau", [1.0, 0.3, 0.05, 0.01])
@@ -30,6 +27,17 @@ def test_gradient_formula_matches_autograd(tau):
     s = torch.tensor([0.8, 0.6, 0.55, 0.1], dtype=torch.float64, requires_grad=True)
     (-torch.log_softmax(s / tau, dim=0)[0]).backward()
     assert positive_loss_gradient(0.8, [0.6, 0.55, 0.1], tau) == pytest.approx(s.grad[0].item(), abs=1e-12)
+
+
+def test_only_rows_near_a_mistake_are_pulled_with_one_over_tau():
+    """The lesson's pull figure: cold, a row behind gets ~1/tau, a level row half, a leading row nothing."""
+    tau = 0.005
+    behind = -positive_loss_gradient(0.55, [0.6, 0.4, 0.4], tau) * tau
+    level = -positive_loss_gradient(0.6, [0.6, 0.4, 0.4], tau) * tau
+    ahead = -positive_loss_gradient(0.8, [0.6] * 3, tau) * tau
+    assert behind == pytest.approx(1, abs=1e-4) and level == pytest.approx(0.5, abs=1e-4) and ahead < 1e-15
+    warm = [-positive_loss_gradient(0.8, [0.6] * 3, t) for t in (0.5, 0.13, 0.01)]
+    assert warm[1] > warm[0] and warm[1] > 1e5 * warm[2]  # the leading row's pull peaks, then vanishes
 
 
 def test_toy_pairs_are_deterministic_and_shaped():
@@ -47,19 +55,33 @@ def test_toy_pairs_reject_bad_input():
         make_toy_pairs(5, noise=-1)
 
 
-def test_training_is_reproducible():
+def test_training_is_reproducible_and_records_every_step():
     a = train_at_temperature(0.1, steps=30)
     b = train_at_temperature(0.1, steps=30)
     assert np.array_equal(a.losses, b.losses) and a.accuracy == b.accuracy
+    assert a.heldout_top1.shape == a.losses.shape == (30,)
+    assert a.heldout_top1[-1] == a.accuracy
+    assert 0 <= a.wrong_rows <= a.teaching_rows <= 1
 
 
 def test_the_lesson_claims_hold():
     runs = {tau: train_at_temperature(tau, steps=300) for tau in (1.0, 0.1, 0.003)}
     warm, mid, cold = runs[1.0], runs[0.1], runs[0.003]
     assert warm.share < 0.15  # too warm: never confident
-    assert mid.share > 0.6
-    assert cold.jitter > 5 * mid.jitter  # too cold: jumpy training
+    assert mid.share > 0.6 and cold.share > mid.share
     assert mid.accuracy > warm.accuracy and mid.accuracy > cold.accuracy
+    assert mid.teaching_rows > 0.9 and cold.teaching_rows < 0.15  # cold: few rows still pulled
+    assert cold.teaching_rows < 2 * cold.wrong_rows  # and those are about the rows ranked wrong
+    assert cold.jitter > 5 * mid.jitter  # the raw loss looks jumpy ...
+    assert cold.jitter * 0.003 < 2 * mid.jitter * 0.1  # ... not on the loss's own 1/tau scale
+    assert cold.rank_jitter < 2 * mid.rank_jitter  # and held-out ranking is no jumpier
+
+
+def test_adamw_runs_and_differs_from_sgd():
+    sgd = train_at_temperature(0.1, steps=20)
+    adamw = train_at_temperature(0.1, steps=20, optimizer="adamw", lr=0.01)
+    assert not np.array_equal(sgd.losses, adamw.losses)
+    assert adamw.losses[0] == sgd.losses[0]  # same data and start: the first loss is before any step
 
 
 def test_training_rejects_bad_arguments():
@@ -67,30 +89,46 @@ def test_training_rejects_bad_arguments():
         train_at_temperature(0.0)
     with pytest.raises(ValueError, match="batch"):
         train_at_temperature(0.1, batch=1)
+    with pytest.raises(ValueError, match="optimizer"):
+        train_at_temperature(0.1, optimizer="adam")
+    with pytest.raises(ValueError, match="lr"):
+        train_at_temperature(0.1, lr=0)
 
 
-def test_check_sharper_tau(capsys):
-    right = max(t / 100 for t in range(1, 100) if positive_share(0.8, [0.6] * 3, t / 100) >= 0.9)
-    assert check_sharper_tau(right) is True
-    assert check_sharper_tau(0.5) is False
-    assert check_sharper_tau(0.01) is False
-    assert check_sharper_tau(None) is False
-    assert check_sharper_tau(-1) is False
-    out = capsys.readouterr().out
-    assert f"{right:g}" not in out.split("Right")[0]  # wrong answers never reveal the right one
+def said(capsys) -> str:
+    """What a check printed, with its phone-width line breaks undone."""
+    return " ".join(capsys.readouterr().out.split())
 
 
-def test_check_share_threshold():
-    assert check_share_threshold("down") is True
-    assert check_share_threshold(" Down ") is True
-    assert check_share_threshold("up") is False
-    assert check_share_threshold("sideways") is False
-    assert check_share_threshold(None) is False
+def wrong_hints(capsys, check, answers) -> str:
+    """Each wrong answer fails with a hint (never a "Right"); all the hints, joined."""
+    out = []
+    for answer in answers:
+        assert check(answer) is False
+        out.append(said(capsys))
+        assert out[-1] and not out[-1].startswith("Right")
+    return "\n".join(out)
 
 
-def test_check_scale_for_tau(capsys):
-    for wrong in (None, True, "x", 0.07, 20, 7):
-        assert check_scale_for_tau(wrong) is False
-    assert "14.3" not in capsys.readouterr().out  # hints never give the answer
-    assert check_scale_for_tau(1 / 0.07) is True
-    assert check_scale_for_tau(14.3) is True
+def test_check_halved_gap_tau(capsys):
+    assert positive_share(0.7, [0.6] * 3, 0.025) == pytest.approx(positive_share(0.8, [0.6] * 3, 0.05))
+    assert check_halved_gap_tau(0.025) is True and said(capsys).startswith("Right")
+    assert "0.025" not in wrong_hints(capsys, check_halved_gap_tau, (0.05, 0.1, 0.02, 0.03, 0, None, "x"))
+
+
+def test_check_batch_tau(capsys):
+    largest = 0.2 / math.log(9 * 31)
+    assert positive_share(0.8, [0.6] * 31, largest) == pytest.approx(0.9)
+    assert check_batch_tau(0.035) is True and check_batch_tau(round(largest, 4)) is True
+    capsys.readouterr()
+    out = wrong_hints(capsys, check_batch_tau, (0.036, 0.034, 0.061, -1, None))
+    assert "three wrong cards" in out  # 0.061 answers the question for the slider's three cards
+    assert "0.035" not in out
+
+
+def test_check_pull_ratio(capsys):
+    behind = -positive_loss_gradient(0.55, [0.6], 0.01)
+    ahead = -positive_loss_gradient(0.65, [0.6], 0.01)
+    assert check_pull_ratio(behind / ahead) is True and check_pull_ratio(148) is True
+    capsys.readouterr()
+    assert "148" not in wrong_hints(capsys, check_pull_ratio, (100, 1, math.exp(10), 10, None))

@@ -1,4 +1,4 @@
-"""Answer checks of the lesson beyond one vector: short vectors, cross-encoders, rerank.
+"""Answer checks of the lesson beyond one vector: cheaper vectors, the cross-encoder's loss, rerank.
 
 Each check takes the reader's answer, prints "Right: ..." or a hint that says how
 the answer is wrong (never the answer), and returns True or False.
@@ -6,84 +6,88 @@ the answer is wrong (never the answer), and returns True or False.
 
 from __future__ import annotations
 
+import math
+import textwrap
+
 from labs.classroom.answers import grade_number, number_answer
 
-__all__ = ["check_short_vector_bytes", "check_cross_encoder_reason", "PARAPHRASE_RANK", "check_smallest_shortlist", "check_rerank_ceiling"]
+__all__ = ["check_index_gigabytes", "check_bce_probability", "check_best_shortlist_recall"]
+
+WIDTH = 48  # a phone shows about 48 monospace characters
 
 
-def check_cross_encoder_reason(answer: object) -> bool:
-    """Why can a cross-encoder separate 'must' from 'must not' when a bi-encoder cannot? Pick a letter."""
-    if answer is None:
-        print("Not answered yet: fill in one letter, 'a', 'b', 'c' or 'd'.")
+def _say(text: str) -> None:
+    print(textwrap.fill(text, WIDTH))
+
+
+def _fill(text: str) -> str:
+    return textwrap.fill(text, WIDTH)
+
+
+def _grade(value: float, truth: float, right: str, misses: dict[float, str], otherwise: str, *,
+           tol: float) -> bool:
+    """`grade_number` with every message wrapped to the phone's width."""
+    return grade_number(value, truth, _fill(right), {k: _fill(v) for k, v in misses.items()}, _fill(otherwise),
+                        tol=tol)
+
+
+def check_index_gigabytes(answer: object) -> bool:
+    """10 million vectors cut to their first 128 numbers and stored as int8: how many GB (10^9 bytes)?"""
+    value = number_answer(answer, _fill("Not answered yet: fill in a number of gigabytes."),
+                          _fill("Give a number of gigabytes, not {answer!r}."), refuse_bool=True)
+    if value is None:
         return False
-    text = str(answer).strip().lower().rstrip(").")
-    if text == "b":
-        print("Right: it reads question and passage in one input, so attention links 'have to' "
-              "with 'must not'.")
-        return True
-    hints = {
-        "a": "Not yet: both models here start from the same 384-dimensional MiniLM.",
-        "c": "Not yet: the bi-encoder was trained on far more pairs than our cross-encoder.",
-        "d": "Not yet: the cross-encoder gives one score per pair; it has no vector to normalize.",
-    }
-    print(hints.get(text, "Answer with one letter: 'a', 'b', 'c' or 'd'."))
-    return False
+    return _grade(
+        value, 1.28, "Right: 128 numbers x 1 byte x 10 million vectors, 1.28 billion bytes.",
+        {5.12: "Not yet: that is 128 numbers in float32 (4 bytes each). What does int8 take?",
+         3.84: "Not yet: that keeps all 384 numbers. The vectors are cut first.",
+         15.36: "Not yet: that is the full float32 vector. Cut it, then quantise it.",
+         0.16: "Not yet: that is one bit per number; int8 keeps a whole byte.",
+         1.28e9: "Not yet: that is the number of bytes. Give it in gigabytes (10^9 bytes)."},
+        "Not yet: multiply the numbers kept, the bytes per number and the number of vectors.", tol=0.005)
 
 
-def check_rerank_ceiling(answer: object) -> bool:
-    """A shortlist of 20 holds the right passage for 70 of 100 questions: the best Recall@1 after reranking?"""
-    value = number_answer(answer, "Not answered yet: fill in a number between 0 and 1.",
-                          "Give a number between 0 and 1, not {answer!r}.")
+def check_bce_probability(answer: object) -> bool:
+    """A row labelled 0 ('no') costs the cross-encoder a loss of 2.0: what probability of 'yes' did it give?"""
+    value = number_answer(answer, _fill("Not answered yet: fill in a probability between 0 and 1."),
+                          _fill("Give a probability between 0 and 1, not {answer!r}."), refuse_bool=True)
     if value is None:
         return False
     if value > 1:
         value /= 100  # a percentage
-    if abs(value - 0.7) < 1e-6:
-        print("Right: a reranker only reorders the shortlist; the 30 it never saw stay missed.")
-        return True
-    if value > 0.7:
-        print("Not yet: the reranker sees only the 20 shortlisted passages. Can it place a "
-              "passage it never received?")
-    else:
-        print("Not yet: a perfect reranker puts the right passage first whenever it is in the "
-              "shortlist. How often is it there?")
-    return False
+    if not 0 <= value <= 1:
+        _say("Not yet: a probability lies between 0 and 1.")
+        return False
+    return _grade(
+        value, 1 - math.exp(-2.0), "Right: 2 = -ln(1 - p), so 1 - p = e^-2 and the model said 'yes' "
+        "with that probability, confidently wrong.",
+        {math.exp(-2.0): "Not yet: that would be the probability of a row labelled 1 (yes) with this loss. "
+                         "A row labelled 0 pays -ln(1 - p).",
+         1 / (1 + math.exp(-2.0)): "Not yet: 2.0 is the loss, not the raw output. Undo the logarithm.",
+         0.5: "Not yet: a 50/50 answer costs ln 2 on either label, much less than 2.0."},
+        "Not yet: for a row labelled 0 the loss is -ln(1 - p). Solve it for p.", tol=0.005)
 
 
-#: The head-protection paraphrase's rank among `collection()` for the first helmet question,
-#: by all-MiniLM-L6-v2's cosine (tests/test_rerank.py recomputes it; the cosines around it
-#: are 0.1 apart, so it holds on any CPU).
-PARAPHRASE_RANK = 9
+#: The retriever's Recall@k, and the reranker's hit rate given the right passage is in the
+#: shortlist, for shortlists of 5, 10, 20 and 50 (a made-up pipeline for the exercise).
+SHORTLISTS = {5: (0.60, 0.95), 10: (0.70, 0.90), 20: (0.75, 0.80), 50: (0.80, 0.70)}
 
 
-def check_smallest_shortlist(answer: object) -> bool:
-    """The smallest shortlist size k at which the paraphrase can reach the reranked list."""
-    hint = "Give a whole number, not {answer!r}."
-    value = number_answer(answer, "Not answered yet: fill in a whole number, a shortlist size k.", hint)
+def check_best_shortlist_recall(answer: object) -> bool:
+    """The best Recall@1 a retrieve-then-rerank pipeline reaches over the shortlist lengths in SHORTLISTS."""
+    value = number_answer(answer, _fill("Not answered yet: fill in a Recall@1, a number between 0 and 1."),
+                          _fill("Give a number between 0 and 1, not {answer!r}."), refuse_bool=True)
     if value is None:
         return False
-    if value != int(value):
-        print(hint.format(answer=answer))
-        return False
-    if int(value) == PARAPHRASE_RANK:
-        print("Right: below that size the retriever never hands the paraphrase over, and the "
-              "reranker cannot score what it does not see.")
-        return True
-    if value < PARAPHRASE_RANK:
-        print("Not yet: at that size, is the paraphrase in the bi-encoder's shortlist at all? "
-              "Look at the line that says whether it was shortlisted.")
-    else:
-        print("Not yet: it reaches the list earlier. Move the slider down one step at a time.")
-    return False
-
-
-def check_short_vector_bytes(answer: object) -> bool:
-    """Bytes of one float32 vector cut to its first 64 numbers."""
-    value = number_answer(answer, "Not answered yet: fill in a whole number of bytes.",
-                          "Give a number of bytes, not {answer!r}.")
-    if value is None:
-        return False
-    return grade_number(
-        value, 256, "Right: 64 numbers x 4 bytes. A sixth of the full vector's size.",
-        {64: "Not yet: that is the count of numbers; each float32 number takes 4 bytes."},
-        "Not yet: multiply the numbers kept by the bytes of one float32 number.", tol=1e-9)
+    if value > 1:
+        value /= 100  # a percentage
+    results = {k: recall * hit for k, (recall, hit) in SHORTLISTS.items()}
+    best = max(results.values())
+    misses = {recall: "Not yet: that is a retriever's ceiling alone; the reranker also misses some "
+                      "of the passages it is given." for recall, _ in SHORTLISTS.values()}
+    misses.update({r: "Not yet: that is one shortlist length. Work out all four and keep the best."
+                   for k, r in results.items() if r != best})
+    return _grade(value, best, "Right: Recall@1 = Recall@k x the reranker's hit rate; a longer "
+                        "shortlist raises the first and lowers the second, and the best is in between.",
+                        misses, "Not yet: the reranker can only put first a passage it was given. Multiply "
+                        "the two rates for each length.", tol=0.003)

@@ -6,61 +6,92 @@ the answer is wrong (never the answer), and returns True or False.
 
 from __future__ import annotations
 
-from labs.classroom.answers import number_answer, word_answer
+import math
+import textwrap
+
+from labs.classroom.answers import number_answer
 from labs.lessons.infonce import positive_share
-from labs.lessons.inputs import valid_tau
 
-__all__ = ["check_sharper_tau", "check_share_threshold", "check_scale_for_tau"]
+__all__ = ["check_halved_gap_tau", "check_batch_tau", "check_pull_ratio"]
 
-
-def check_sharper_tau(answer: float | None) -> bool:
-    """Exercise: the largest tau (to 2 decimals) at which a 0.2 cosine lead over three negatives earns >= 90%."""
-    if answer is None:
-        print("Not answered yet: fill in a temperature, e.g. answer = 0.5")
-        return False
-    try:
-        tau = valid_tau(answer, "answer")
-    except ValueError as err:
-        print(f"Not a temperature: {err}")
-        return False
-    share = positive_share(0.8, [0.6] * 3, tau)
-    share_up = positive_share(0.8, [0.6] * 3, tau + 0.01)
-    if share < 0.9:
-        print(f"Not yet: at tau = {tau:g} the right card earns {share:.1%}, under 90%. Go sharper (smaller).")
-        return False
-    if share_up >= 0.9:
-        print(f"Close: {tau:g} works, but a slightly warmer tau still reaches 90%. Find the largest one.")
-        return False
-    print(f"Right: at tau = {tau:g} the right card earns {share:.1%}; one step warmer it drops under 90%.")
-    return True
+WIDTH = 48  # a phone shows about 48 monospace characters
 
 
-def check_share_threshold(answer: str | None) -> bool:
-    """Exercise: when the cosine gap shrinks, must tau go up or down to keep the same share?"""
-    word = word_answer(answer, ("up", "down"), 'Not answered yet: fill in answer = "up" or answer = "down"',
-                       'Answer with "up" or "down", got {answer!r}')
-    if word is None:
-        return False
-    if word == "up":
-        print("Not quite: try it on the slider. Halve the gap and watch what a warmer tau does to the share.")
-        return False
-    print("Right: the share depends on gap / tau, so a smaller gap needs a smaller tau for the same share.")
-    return True
+def _say(text: str) -> None:
+    print(textwrap.fill(text, WIDTH))
 
 
-def check_scale_for_tau(answer: float | None) -> bool:
-    """Exercise: CLIP starts at tau = 0.07; what `scale` gives MultipleNegativesRankingLoss that temperature?"""
-    value = number_answer(answer, "Not answered yet: fill in answer = the scale, a number (1 decimal is enough)",
-                          refuse_bool=True)
+def _fill(text: str) -> str:
+    return textwrap.fill(text, WIDTH)
+
+
+def check_halved_gap_tau(answer: float | None) -> bool:
+    """A 0.2 lead at tau = 0.05 earns some share; at which tau does a 0.1 lead earn the same share?"""
+    value = number_answer(answer, _fill("Not answered yet: fill in a temperature, e.g. answer = 0.5"),
+                          _fill("Hint: the answer is one number, got {answer!r}"), refuse_bool=True)
     if value is None:
         return False
-    if abs(value - 1 / 0.07) < 0.05:
-        print(f"Right: scale = 1 / tau, so tau = 0.07 is a scale of {value:.1f}.")
+    if value <= 0:
+        _say("Not a temperature: a temperature is a number above 0.")
+        return False
+    target = positive_share(0.8, [0.6] * 3, 0.05)
+    share = positive_share(0.7, [0.6] * 3, value)
+    if abs(value - 0.025) < 2e-4:
+        _say(f"Right: at tau = {value:g} the 0.1 lead earns {share:.1%}, the same share as before.")
         return True
-    if abs(value - 0.07) < 1e-9:
-        print("Not quite: that is the temperature itself; the library takes its reciprocal.")
-    elif abs(value - 0.07 * 20) < 1e-6 or abs(value - 20) < 1e-9:
-        print("Hint: 20 is the default scale (tau = 0.05). Which scale is tau = 0.07?")
+    if value >= 0.05:
+        _say(f"Not yet: at tau = {value:g} the smaller lead earns {share:.1%}, less than {target:.1%}. "
+              "A smaller lead needs a sharper (smaller) temperature.")
+    elif share > target:
+        _say(f"Not yet: at tau = {value:g} the smaller lead earns {share:.1%}, more than {target:.1%}: "
+              "too sharp. Look at what the formula does with the lead and tau together.")
     else:
-        print("Hint: scale and tau are reciprocals: scale = 1 / tau.")
+        _say(f"Not yet: at tau = {value:g} the smaller lead earns {share:.1%}, less than {target:.1%}. "
+              "Look at what the formula does with the lead and tau together.")
+    return False
+
+
+def check_batch_tau(answer: float | None) -> bool:
+    """The largest tau (3 decimals) at which a 0.2 lead over 31 wrong cards at 0.6 still earns >= 90%."""
+    value = number_answer(answer, _fill("Not answered yet: fill in a temperature, e.g. answer = 0.5"),
+                          _fill("Hint: the answer is one number, got {answer!r}"), refuse_bool=True)
+    if value is None:
+        return False
+    if value <= 0:
+        _say("Not a temperature: a temperature is a number above 0.")
+        return False
+    share = positive_share(0.8, [0.6] * 31, value)
+    if 0.0350 <= value <= 0.03552:
+        _say(f"Right: at tau = {value:g} the right card earns {share:.1%} of the softmax against 31 wrong cards.")
+        return True
+    if share < 0.9:
+        three_cards = 0.2 / math.log(9 * 3)  # the same question with the slider's three wrong cards
+        extra = (" That is about where three wrong cards would reach 90%; here there are 31."
+                 if abs(value - three_cards) < 0.002 else " Go sharper (smaller).")
+        _say(f"Not yet: at tau = {value:g} the right card earns {share:.1%}, under 90%.{extra}")
+    else:
+        _say(f"Not yet: at tau = {value:g} the right card earns {share:.1%}, so a slightly warmer tau "
+              "still reaches 90%. Find the largest one.")
+    return False
+
+
+def check_pull_ratio(answer: float | None) -> bool:
+    """At tau = 0.01, how many times harder is a row trailing its one wrong card by 0.05 pulled than a
+    row leading it by 0.05?"""
+    value = number_answer(answer, _fill("Not answered yet: fill in a number, how many times harder"),
+                          _fill("Hint: the answer is one number, got {answer!r}"), refuse_bool=True)
+    if value is None:
+        return False
+    truth = math.exp(5)  # missing shares e^5 / (1 + e^5) behind and 1 / (1 + e^5) ahead; 1/tau cancels
+    if abs(value - truth) < 0.03 * truth:
+        _say(f"Right: the 1/tau cancels, and the missing shares differ by a factor e^5, about {value:.0f}.")
+        return True
+    if abs(value - 100) < 3 or abs(value - 1) < 0.05:
+        _say("Not yet: 1/tau = 100 multiplies both rows alike, so it cancels in the ratio. "
+              "Compare how much of the share each right card is still missing.")
+    elif abs(value - math.exp(10)) < 0.03 * math.exp(10):
+        _say("Not yet: the exponent is the gap divided by tau, and each row's gap is 0.05, not 0.1.")
+    else:
+        _say("Not yet: the pull is (1 - share) / tau. Work out each row's share with one wrong card, "
+              "then divide the two pulls.")
     return False

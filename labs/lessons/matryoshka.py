@@ -1,0 +1,154 @@
+"""Cheaper vectors: Matryoshka cuts, quantisation, and a clustered (IVF) search, by hand.
+
+In plain terms: a Matryoshka model is trained so that the first ``m`` numbers of
+its vector, rescaled to length 1, already make a usable embedding. Its loss is
+the ordinary InfoNCE loss computed once per trained length and added up
+(sentence-transformers' ``MatryoshkaLoss`` around ``MultipleNegativesRankingLoss``).
+Two more savings come at deployment: quantisation stores each number in fewer
+bits (int8: one byte instead of four; one bit: its sign only), and an
+approximate nearest-neighbour index scores only part of the collection (IVF:
+the documents in the clusters nearest to the question). Both trade some ranking
+quality for memory or speed; `reciprocal_ranks` and `bootstrap_interval`
+measure what was traded, question by question, with an interval.
+
+Shapes
+------
+==========  =========  =====================================================
+name        shape      meaning
+==========  =========  =====================================================
+queries     (B, D)     question vectors (any length; cut, then normalised)
+docs        (B, D)     their documents' vectors, row i answers question i
+scores      (Q, N)     each question's score for each document
+right       (Q,)       the document (column) that answers each question
+==========  =========  =====================================================
+
+Relations: `matryoshka_loss` equals sentence-transformers' ``MatryoshkaLoss``
+(``matryoshka_weights`` default 1, every length each step) wrapped around
+``MultipleNegativesRankingLoss(scale=1 / tau)``; its InfoNCE is
+`labs.lessons.infonce.info_nce_torch`. Lesson: ``notebooks/09_beyond_one_vector.ipynb``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from labs.lessons.infonce import info_nce_torch
+
+__all__ = [
+    "cut",
+    "matryoshka_loss",
+    "reciprocal_ranks",
+    "bootstrap_interval",
+    "quantize_int8",
+    "binarize",
+    "matching_bits",
+    "spherical_kmeans",
+    "ivf_search",
+]
+
+
+def cut(vectors: torch.Tensor, m: int) -> torch.Tensor:
+    """The first ``m`` numbers of each row, rescaled to length 1: (n, D) -> (n, m)."""
+    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= vectors.shape[-1]:
+        raise ValueError(f"m must be an integer from 1 to {vectors.shape[-1]}, got {m!r}")
+    return F.normalize(vectors[..., :m], dim=-1)
+
+
+def matryoshka_loss(queries: torch.Tensor, docs: torch.Tensor, dims: Sequence[int], tau: float = 0.05,
+                    weights: Sequence[float] | None = None) -> torch.Tensor:
+    """Sum over m in ``dims`` of weight_m * InfoNCE(cut(queries, m), cut(docs, m), tau); weights default to 1."""
+    dims = list(dims)
+    if not dims:
+        raise ValueError("dims is empty: give at least one length")
+    weights = [1.0] * len(dims) if weights is None else list(weights)
+    if len(weights) != len(dims):
+        raise ValueError(f"weights and dims differ in length: {len(weights)} vs {len(dims)}")
+    return sum(w * info_nce_torch(cut(queries, m), cut(docs, m), tau) for m, w in zip(dims, weights))
+
+
+def reciprocal_ranks(scores: torch.Tensor, right: Sequence[int], k: int = 10) -> np.ndarray:
+    """Per question (row of the (Q, N) ``scores``), 1 / (rank of its right column) if that rank is at
+    most ``k``, else 0: shape (Q,). Their mean is MRR@k.
+
+    The rank counts the columns scoring strictly higher, plus one. Any score works: cosines, dot
+    products of quantised vectors, matching bits.
+    """
+    right = torch.as_tensor(list(right))
+    if scores.ndim != 2 or len(right) != len(scores):
+        raise ValueError(f"need a (Q, N) scores table and one right column per row; got "
+                         f"{tuple(scores.shape)} and {len(right)}")
+    own = scores[torch.arange(len(right)), right]
+    rank = (scores > own[:, None]).sum(dim=1) + 1
+    return torch.where(rank <= k, 1.0 / rank, torch.zeros_like(rank, dtype=torch.float)).double().numpy()
+
+
+def bootstrap_interval(values: Sequence[float], *, level: float = 0.95, n: int = 2000,
+                       seed: int = 0) -> tuple[float, float]:
+    """A percentile bootstrap interval for the mean of ``values`` (one value per question).
+
+    Draws ``n`` resamples of the questions with replacement; for a paired comparison pass the
+    per-question differences.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1 or len(values) < 2:
+        raise ValueError(f"values: need a 1-d sequence of at least two numbers, got shape {values.shape}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, got {level!r}")
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(n, len(values)))].mean(axis=1)
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(means, [tail, 1 - tail])
+    return float(lo), float(hi)
+
+
+def quantize_int8(vectors: torch.Tensor, scale: float) -> torch.Tensor:
+    """Round every number to an integer from -127 to 127, with 127 standing for ``scale`` (one byte each)."""
+    if not scale > 0:
+        raise ValueError(f"scale must be > 0, got {scale!r}")
+    return torch.round(vectors * 127 / scale).clamp(-127, 127)
+
+
+def binarize(vectors: torch.Tensor) -> torch.Tensor:
+    """Keep one bit per number: 1 where it is above 0, else 0."""
+    return (vectors > 0).to(torch.float32)
+
+
+def matching_bits(q_bits: torch.Tensor, d_bits: torch.Tensor) -> torch.Tensor:
+    """(Q, N) count of positions where the two bit vectors agree (the length minus the Hamming distance)."""
+    return q_bits @ d_bits.T + (1 - q_bits) @ (1 - d_bits).T
+
+
+def spherical_kmeans(vectors: torch.Tensor, k: int, *, iters: int = 10,
+                     seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cluster unit vectors by cosine: (k, D) unit centroids and each row's cluster, shape (n,).
+
+    Starts from ``k`` rows drawn with ``seed``; each round assigns every row to its nearest
+    centroid and moves each centroid to its members' mean, rescaled to length 1.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(vectors):
+        raise ValueError(f"k must be an integer from 1 to {len(vectors)}, got {k!r}")
+    gen = torch.Generator().manual_seed(seed)
+    centroids = vectors[torch.randperm(len(vectors), generator=gen)[:k]].clone()
+    for _ in range(iters):
+        assign = (vectors @ centroids.T).argmax(dim=1)
+        centroids = torch.stack([F.normalize(vectors[assign == c].mean(dim=0), dim=0) if (assign == c).any()
+                                 else centroids[c] for c in range(k)])
+    return centroids, (vectors @ centroids.T).argmax(dim=1)
+
+
+def ivf_search(query: torch.Tensor, d_vecs: torch.Tensor, centroids: torch.Tensor, assign: torch.Tensor,
+               probes: int) -> tuple[int, int]:
+    """Score only the documents in the ``probes`` clusters nearest to ``query`` (D,).
+
+    Returns (the best of those documents' rows, how many documents were scored).
+    """
+    if isinstance(probes, bool) or not isinstance(probes, int) or not 1 <= probes <= len(centroids):
+        raise ValueError(f"probes must be an integer from 1 to {len(centroids)}, got {probes!r}")
+    nearest = (centroids @ query).topk(probes).indices
+    rows = torch.nonzero(torch.isin(assign, nearest)).flatten()
+    best = rows[(d_vecs[rows] @ query).argmax()]
+    return int(best), len(rows)
