@@ -2,7 +2,36 @@
 
 ``benchmarks/docs_experiment.py`` writes ``benchmarks/results/docs_experiment.json``; the
 package ships that file (as ``labs.classroom.experiment``), so a notebook finds it wherever the
-course is installed (`results_path`). `load_results` reads it; `results_summary` prints it.
+course is installed (`results_path`). `load_results` reads and checks it; the helpers below
+return exactly the numbers a lesson prints or glues, so no lesson digs in the file's layout.
+
+The experiment in one paragraph: two starting points (``minilm``, the packaged
+all-MiniLM-L6-v2, strong; ``static``, token vectors averaged, weak) are fine-tuned on
+docstring pairs of 13 libraries under four conditions that see the same pairs in the same
+order and differ only in the documents they name (``inbatch``; ``inbatch_2x``, the
+compute-matched control with twice the batch; ``hn_top1``, one naively mined negative per
+pair; ``hn_window``, one negative from a rank window with a positive-aware filter), five
+seeds each, checkpoint chosen on validation; tested on scikit-learn and networkx, over all
+queries and over the look-alike exam. ``untouched`` is the start with no training.
+
+==========================  =======================================================
+function                    returns
+==========================  =======================================================
+`score`                     one condition's test metric: mean, 95% interval, seeds
+`difference`                a paired difference (a - b): mean, interval, verdict
+`false_negatives`           the hand audit of one mining setting: rate and interval
+`audit_examples`            audited rows (query, answer, mined document, label, reason)
+`curves`                    validation learning curves of one condition (per seed)
+`mining_stats`              how the mined negatives score against the answers
+`run_cost`                  wall and CPU minutes of the run, and the machine's load
+`glue_values`               every number above under a flat name, for ``glue``
+`results_summary`           a printable summary, at most 80 columns wide
+==========================  =======================================================
+
+Names: starts `STARTS`, conditions `CONDITIONS` (``untouched`` first), the trained mining
+settings `MINING_SETTINGS` and the audited ones `AUDITED_SETTINGS` (adds ``far_window``, ranks
+11-50, mined and audited but not trained), subsets `SUBSETS` (``overall``, ``lookalike``),
+metrics `METRICS`.
 """
 
 from __future__ import annotations
@@ -12,7 +41,21 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["results_path", "METRICS", "load_results", "results_summary"]
+__all__ = ["STARTS", "CONDITIONS", "MINING_SETTINGS", "AUDITED_SETTINGS", "SUBSETS", "METRICS", "AUDIT_LABELS", "results_path",
+           "load_results", "score", "difference", "false_negatives", "audit_examples", "curves",
+           "mining_stats", "run_cost", "glue_values", "results_summary"]
+
+STARTS = ("minilm", "static")
+CONDITIONS = ("untouched", "inbatch", "inbatch_2x", "hn_top1", "hn_window")
+MINING_SETTINGS = ("hn_top1", "hn_window")
+AUDITED_SETTINGS = ("hn_top1", "hn_window", "far_window")
+SUBSETS = ("overall", "lookalike")
+METRICS = ("mrr@10", "recall@1", "recall@10", "ndcg@10")
+AUDIT_LABELS = ("wrong answer", "also right", "unclear")
+SCHEMA = 2
+_KEYS = ("schema", "data", "lookalike", "mining", "baselines", "starts", "settings", "versions", "code",
+         "run_time_s", "cpu_time_s")
+_REGENERATE = "regenerate it with: nice -n 10 python benchmarks/docs_experiment.py"
 
 
 def results_path() -> Path:
@@ -27,48 +70,227 @@ def results_path() -> Path:
     return Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "docs_experiment.json"
 
 
-
-
-METRICS = ("recall@1", "recall@10", "mrr@10", "ndcg@10")
-
-
 def load_results(path: str | Path | None = None) -> dict:
-    """The experiment's results as a dict; ValueError naming the file if it is missing or incomplete.
-
-    Keys: ``test`` (condition -> metric -> {mean, ci95, seed_sd, per_seed}), ``differences``
-    (paired, e.g. ``"mnrl_hn - mnrl"``), ``curves`` (validation per step), ``mining``,
-    ``data``, ``settings``, ``versions``, ``code``, ``run_time_s``, ``command``.
-    """
+    """The experiment's results as a dict; ValueError naming the file if it is missing, of another
+    schema, or incomplete."""
     path = results_path() if path is None else Path(path)
     if not path.is_file():
-        raise ValueError(f"results file {str(path)!r} not found: run python benchmarks/docs_experiment.py")
+        raise ValueError(f"results file {str(path)!r} not found: {_REGENERATE}")
     results = json.loads(path.read_text(encoding="utf-8"))
-    missing = [k for k in ("test", "differences", "curves", "settings", "versions", "code") if k not in results]
+    if not isinstance(results, dict) or results.get("schema") != SCHEMA:
+        raise ValueError(f"{path.name}: not schema {SCHEMA} of the docs experiment; {_REGENERATE}")
+    missing = [k for k in _KEYS if k not in results]
     if missing:
-        raise ValueError(f"{path.name}: missing keys {missing}; regenerate it with python benchmarks/docs_experiment.py")
+        raise ValueError(f"{path.name}: missing keys {missing}; {_REGENERATE}")
     return results
 
 
-def results_summary(results: Mapping) -> str:
-    """A printable summary (80 columns): test means with 95% bootstrap CIs, seed spread, paired gains."""
+def _choice(name: str, value, allowed) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
+
+
+def _cell(block: Mapping | None, subset: str, metric: str, what: str) -> dict:
+    _choice("subset", subset, SUBSETS)
+    _choice("metric", metric, METRICS)
+    if block is None or block.get(subset) is None:
+        raise ValueError(f"{what} has no {subset!r} result (the look-alike exam may be empty in a quick run)")
+    return block[subset][metric]
+
+
+def _verdict(lo: float, hi: float) -> str:
+    return "above 0" if lo > 0 else "below 0" if hi < 0 else "includes 0"
+
+
+def score(results: Mapping, start: str, condition: str, subset: str = "overall", metric: str = "mrr@10") -> dict:
+    """One condition's test ``metric`` over ``subset``: {mean, lo, hi, seed_sd, per_seed, seeds}.
+
+    ``condition`` is one of `CONDITIONS` or a lexical baseline (``"tfidf"``, ``"bm25"``, which
+    ignore ``start``). ``lo``/``hi`` bound the 95% bootstrap interval over queries and seeds."""
+    if condition in results["baselines"]:
+        block, seeds = results["baselines"][condition], []
+    else:
+        _choice("start", start, STARTS)
+        _choice("condition", condition, CONDITIONS + tuple(results["baselines"]))
+        one = results["starts"][start]
+        if condition == "untouched":
+            block, seeds = one["untouched"]["test"], []
+        else:
+            block, seeds = one["conditions"][condition]["test"], one["conditions"][condition]["seeds"]
+    cell = _cell(block, subset, metric, f"{start} {condition}")
+    return {"mean": cell["mean"], "lo": cell["ci95"][0], "hi": cell["ci95"][1], "seed_sd": cell["seed_sd"],
+            "per_seed": cell["per_seed"], "seeds": seeds}
+
+
+def difference(results: Mapping, start: str, a: str, b: str, subset: str = "overall",
+               metric: str = "mrr@10") -> dict:
+    """The paired test difference ``a - b`` (same queries, same seed pairs): {mean, lo, hi, verdict,
+    per_seed}; ``verdict`` is "above 0", "below 0" or "includes 0" (for the 95% interval)."""
+    _choice("start", start, STARTS)
+    diffs = results["starts"][start]["differences"]
+    key = f"{a} - {b}"
+    if key not in diffs:
+        raise ValueError(f"no difference {key!r} is recorded; recorded: {sorted(diffs)}")
+    cell = _cell(diffs[key], subset, metric, f"{start} {key}")
+    lo, hi = cell["ci95"]
+    return {"mean": cell["mean"], "lo": lo, "hi": hi, "verdict": _verdict(lo, hi), "per_seed": cell["per_seed"]}
+
+
+def false_negatives(results: Mapping, setting: str) -> dict:
+    """The hand audit of one mining setting (`AUDITED_SETTINGS`): {rate, lo, hi, audited,
+    also_right, wrong_answer, unclear, rate_if_unclear_right}. ``rate`` is the share labelled "also
+    right" (a false negative), ``lo``/``hi`` its 95% Wilson interval; None where nothing matched."""
+    _choice("setting", setting, AUDITED_SETTINGS)
+    row = results["mining"]["audit"]["settings"][setting]
+    interval = row["false_negative_ci95"] or [None, None]
+    return {"rate": row["false_negative_rate"], "lo": interval[0], "hi": interval[1],
+            "audited": row["audited"], "also_right": row["also right"], "wrong_answer": row["wrong answer"],
+            "unclear": row["unclear"], "rate_if_unclear_right": row["false_negative_rate_if_unclear_right"]}
+
+
+def audit_examples(results: Mapping, setting: str, label: str | None = None, n: int | None = None) -> list[dict]:
+    """Audited rows of one mining setting (optionally only one `AUDIT_LABELS` label, the first
+    ``n``): each {query, answer, negative, negative_id, rank, answer_score, negative_score, label,
+    reason}, in the audit's order."""
+    _choice("setting", setting, AUDITED_SETTINGS)
+    if label is not None:
+        _choice("label", label, AUDIT_LABELS)
+    rows = [r for r in results["mining"]["audit"]["rows"] if r["setting"] == setting
+            and (label is None or r["label"] == label)]
+    return rows if n is None else rows[:n]
+
+
+def curves(results: Mapping, start: str, condition: str, metric: str = "mrr@10") -> dict:
+    """Validation learning curves of one trained condition: {steps, values (one list per seed),
+    chosen_step (per seed)}; step 0 is the untouched start."""
+    _choice("start", start, STARTS)
+    _choice("condition", condition, CONDITIONS[1:])
+    _choice("metric", metric, ("mrr@10", "recall@1"))
+    block = results["starts"][start]["conditions"][condition]
+    runs = list(block["curves"].values())
+    return {"steps": [p["step"] for p in runs[0]], "values": [[p[metric] for p in run] for run in runs],
+            "chosen_step": list(block["chosen_step"])}
+
+
+def mining_stats(results: Mapping, setting: str) -> dict:
+    """How one mining setting's negatives score, under the untouched MiniLM: negatives, mean answer and
+    negative scores, how many negatives score above the answer or above 95% of it, the median rank."""
+    _choice("setting", setting, AUDITED_SETTINGS)
+    return dict(results["mining"]["settings"][setting])
+
+
+def run_cost(results: Mapping) -> dict:
+    """{wall_min, cpu_min, cpus, device, load_start, load_end, note} of the run that made the file."""
+    machine = results["machine"]
+    return {"wall_min": round(results["run_time_s"] / 60, 1), "cpu_min": round(results["cpu_time_s"] / 60, 1),
+            "cpus": machine["cpus"], "device": machine["device"], "load_start": machine["load_average_start"],
+            "load_end": machine["load_average_end"], "note": machine.get("note", "")}
+
+
+def _key(text: str) -> str:
+    return text.replace("@", "").replace(" ", "_").replace("-", "_")
+
+
+def glue_values(results: Mapping) -> dict[str, float | int | str]:
+    """Every number the lessons quote, under a flat name (prefix ``docs_``), for ``glue``.
+
+    Scores: ``docs_{start}_{condition}_{subset}_{metric}`` with ``_lo`` / ``_hi`` (metric without
+    "@", e.g. ``docs_minilm_hn_window_lookalike_mrr10``); baselines ``docs_bm25_overall_mrr10``.
+    Differences: ``docs_{start}_{a}_vs_{b}_{subset}_{metric}`` with ``_lo``, ``_hi`` and
+    ``_verdict``. Audit: ``docs_fn_{setting}`` (rate), ``_lo``, ``_hi``, ``_n``, ``_also_right``,
+    ``_unclear``. Mining: ``docs_mined_{setting}_above_answer``, ``_above_95``, ``_median_rank``.
+    Sizes and cost: ``docs_train_pairs``, ``docs_test_queries``, ``docs_lookalike_n``,
+    ``docs_seeds``, ``docs_{start}_steps``, ``docs_{start}_batch``, ``docs_run_minutes``,
+    ``docs_cpu_minutes``."""
+    out: dict[str, float | int | str] = {}
+    for metric in ("mrr@10", "recall@1"):
+        for subset in SUBSETS:
+            for method in results["baselines"]:
+                if results["baselines"][method].get(subset):
+                    cell = score(results, STARTS[0], method, subset, metric)
+                    out[f"docs_{method}_{subset}_{_key(metric)}"] = cell["mean"]
+            for start in STARTS:
+                for condition in CONDITIONS:
+                    try:
+                        cell = score(results, start, condition, subset, metric)
+                    except ValueError:
+                        continue
+                    name = f"docs_{start}_{condition}_{subset}_{_key(metric)}"
+                    out[name], out[f"{name}_lo"], out[f"{name}_hi"] = cell["mean"], cell["lo"], cell["hi"]
+                for key in results["starts"][start]["differences"]:
+                    a, b = key.split(" - ")
+                    try:
+                        cell = difference(results, start, a, b, subset, metric)
+                    except ValueError:
+                        continue
+                    name = f"docs_{start}_{a}_vs_{b}_{subset}_{_key(metric)}"
+                    out[name], out[f"{name}_lo"], out[f"{name}_hi"] = cell["mean"], cell["lo"], cell["hi"]
+                    out[f"{name}_verdict"] = cell["verdict"]
+    for setting in AUDITED_SETTINGS:
+        fn = false_negatives(results, setting)
+        out[f"docs_fn_{setting}"], out[f"docs_fn_{setting}_lo"], out[f"docs_fn_{setting}_hi"] = (
+            fn["rate"], fn["lo"], fn["hi"])
+        out[f"docs_fn_{setting}_n"], out[f"docs_fn_{setting}_also_right"] = fn["audited"], fn["also_right"]
+        out[f"docs_fn_{setting}_unclear"] = fn["unclear"]
+        stats = mining_stats(results, setting)
+        out[f"docs_mined_{setting}_above_answer"] = stats["negative_above_answer"]
+        out[f"docs_mined_{setting}_above_95"] = stats["negative_above_95pct_of_answer"]
+        out[f"docs_mined_{setting}_median_rank"] = stats["median_rank"]
     data, settings = results["data"], results["settings"]
-    lines = [f"test: {data['test_queries']} queries from {', '.join(data['test_libraries'])}, each against "
-             f"the {data['test_documents']} test documents",
-             f"trained: {len(settings['seeds'])} seeds x {settings['steps']} steps of {settings['batch_size']} "
-             f"pairs; CIs: bootstrap over queries", "",
-             f"{'condition':<12}" + "".join(f"{m:>10}" for m in METRICS)]
-    for name, row in results["test"].items():
-        lines.append(f"{name:<12}" + "".join(f"{row[m]['mean']:>10.3f}" for m in METRICS))
-    lines += ["", f"{'mrr@10':<12}{'mean':>8}{'95% CI':>17}{'seed sd':>9}  per seed"]
-    for name, row in results["test"].items():
-        cell = row["mrr@10"]
-        seeds = " ".join(f"{v:.3f}" for v in cell["per_seed"]) if len(cell["per_seed"]) > 1 else "-"
-        sd = f"{cell['seed_sd']:.3f}" if cell["seed_sd"] is not None else "-"
-        lines.append(f"{name:<12}{cell['mean']:>8.3f}   [{cell['ci95'][0]:.3f}, {cell['ci95'][1]:.3f}]{sd:>9}  {seeds}")
-    lines += ["", f"{'paired gain':<26}" + "".join(f"{m:>13}" for m in ("recall@1", "mrr@10"))]
-    for name, row in results["differences"].items():
-        lines.append(f"{name:<26}" + "".join(
-            f"{row[m]['mean']:>+7.3f} {'*' if row[m]['ci95'][0] > 0 or row[m]['ci95'][1] < 0 else ' ':<5}"
-            for m in ("recall@1", "mrr@10")))
-    lines.append("* its 95% CI excludes 0")
+    out.update({"docs_train_pairs": data["train_pairs"], "docs_test_queries": data["test_queries"],
+                "docs_lookalike_n": results["lookalike"]["n"], "docs_seeds": len(settings["seeds"]),
+                "docs_run_minutes": round(results["run_time_s"] / 60),
+                "docs_cpu_minutes": round(results["cpu_time_s"] / 60)})
+    for start in STARTS:
+        out[f"docs_{start}_steps"] = results["starts"][start]["settings"]["steps"]
+        out[f"docs_{start}_batch"] = results["starts"][start]["settings"]["batch"]
+    return out
+
+
+def _interval(cell: Mapping, signed: bool = False) -> str:
+    f = "+.3f" if signed else ".3f"
+    return f"{cell['mean']:{f}} [{cell['lo']:{f}}, {cell['hi']:{f}}]"
+
+
+def results_summary(results: Mapping) -> str:
+    """A printable summary, at most 80 columns: MRR@10 of every condition (all test queries and the
+    look-alike exam) with 95% intervals, the paired differences with verdicts, the audit's
+    false-negative rates, and what the run cost."""
+    data, exam = results["data"], results["lookalike"]
+    lines = [f"test: {data['test_queries']} queries, {exam['n']} of them in the look-alike exam;",
+             f"{len(results['settings']['seeds'])} seeds per trained condition; 95% intervals over "
+             "queries and seeds", "", "hand audit of mined negatives (false negative = also right):"]
+    for setting in AUDITED_SETTINGS:
+        fn = false_negatives(results, setting)
+        rate = (f"{fn['rate']:.2f} [{fn['lo']:.2f}, {fn['hi']:.2f}]" if fn["rate"] is not None
+                else "not audited")
+        lines.append(f"  {setting:<11} also right {fn['also_right']:>2}/{fn['audited']:<3} unclear "
+                     f"{fn['unclear']:>2}   rate {rate}")
+    bases = "  ".join(f"{m} {score(results, STARTS[0], m)['mean']:.3f}" for m in results["baselines"])
+    lines += [f"lexical baselines, MRR@10 overall: {bases}", ""]
+    for start in STARTS:
+        lines.append(f"{start + ': MRR@10':<24}{'all test queries':>25}{'look-alike exam':>25}")
+        for condition in CONDITIONS:
+            parts = []
+            for subset in SUBSETS:
+                try:
+                    parts.append(_interval(score(results, start, condition, subset)))
+                except ValueError:
+                    parts.append("-")
+            lines.append(f"  {condition:<22}{parts[0]:>24} {parts[1]:>24}")
+        for key in results["starts"][start]["differences"]:
+            a, b = key.split(" - ")
+            parts = []
+            for subset in SUBSETS:
+                try:
+                    cell = difference(results, start, a, b, subset)
+                    parts.append(_interval(cell, signed=True) + ("*" if cell["verdict"] != "includes 0" else " "))
+                except ValueError:
+                    parts.append("- ")
+            lines.append(f"  {key:<22}{parts[0]:>25}{parts[1]:>25}")
+        lines.append("")
+    cost = run_cost(results)
+    lines += ["* the 95% interval excludes 0",
+              f"run: {cost['wall_min']:.0f} min wall, {cost['cpu_min']:.0f} min CPU on {cost['cpus']} "
+              f"cores ({cost['device']}), load average {cost['load_start'][0]:.1f} at start"]
     return "\n".join(lines)

@@ -53,7 +53,7 @@ from labs.retrieval import validate
 from labs.retrieval.data import SPLITS, RetrievalData, write_dataset
 
 __all__ = ["DEFAULT_SPLITS", "NEAR_DUPLICATE", "clean_markup", "split_docstring", "collect_pairs",
-           "build_docs_dataset"]
+           "build_docs_dataset", "name_words", "near_twin", "module_and_name"]
 
 #: library -> split. scikit-learn tests: after cleaning it gives the most pairs of the two
 #: smaller libraries (about 270), so its confidence intervals are the tightest; numpy (about
@@ -297,3 +297,41 @@ def build_docs_dataset(out: str | Path, splits: Mapping[str, str] | None = None,
     return meta
 
 
+# ---- near-twins: documents of objects whose names say they are siblings ------------------------
+
+def name_words(name: str) -> list[str]:
+    """The lower-case words of an identifier, split at underscores and case changes:
+    ``MiniBatchKMeans`` -> mini, batch, k, means; ``f1_score`` -> f1, score; ``LCF_graph`` -> lcf, graph."""
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a string, got {type(name).__name__}")
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
+    return [w for w in spaced.lower().split("_") if w]
+
+
+def near_twin(a: tuple[str, str], b: tuple[str, str]) -> bool:
+    """Whether two objects, each ``(module, name)``, are near-twins by their names alone: the same
+    name in another module (``numpy.linalg.norm`` and ``scipy.linalg.norm``), or siblings in one
+    module whose names share their first or last word (``load_iris``, ``load_wine``;
+    ``f1_score``, ``recall_score``) or whose words one holds all of the other's (``Ridge``,
+    ``RidgeCV``). An object is not its own twin."""
+    (mod_a, name_a), (mod_b, name_b) = a, b
+    if (mod_a, name_a) == (mod_b, name_b):
+        return False
+    if name_a == name_b:
+        return True
+    if mod_a != mod_b:
+        return False
+    wa, wb = name_words(name_a), name_words(name_b)
+    if not wa or not wb:
+        return False
+    return wa[0] == wb[0] or wa[-1] == wb[-1] or set(wa) <= set(wb) or set(wb) <= set(wa)
+
+
+def module_and_name(doc: Mapping) -> tuple[str, str]:
+    """``(module, name)`` of a document of this data set: its ``group``, and its ``doc_id`` after it
+    (``{"doc_id": "sklearn.linear_model.Ridge", "group": "sklearn.linear_model"}`` -> the module and
+    ``Ridge``)."""
+    doc_id, group = doc["doc_id"], doc["group"]
+    if not doc_id.startswith(group + "."):
+        raise ValueError(f"doc_id {doc_id!r} does not start with its group {group!r} and a dot")
+    return group, doc_id[len(group) + 1:]

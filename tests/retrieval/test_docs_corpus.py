@@ -1,26 +1,17 @@
-"""labs.retrieval.docs_corpus (the docstring retrieval set) and benchmarks/docs_experiment.py (the real experiment)."""
+"""labs.retrieval.docs_corpus: the docstring retrieval set, and near-twins by name (the experiment's own
+tests are in tests/benchmarks/test_docs_experiment.py)."""
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import json
 import re
-from pathlib import Path
 
 import pytest
 
-from labs.classroom.results import METRICS, load_results, results_path, results_summary
-
-RESULTS_PATH = results_path()
 from labs.retrieval.docs_corpus import (
-    build_docs_dataset, clean_markup, DEFAULT_SPLITS, split_docstring,
+    DEFAULT_SPLITS, build_docs_dataset, clean_markup, module_and_name, name_words, near_twin, split_docstring,
 )
 from labs.retrieval.data import FILES, load_dataset
-
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "docs_experiment.py"
-REGENERATE = "regenerate it with the one command: nice -n 10 python benchmarks/docs_experiment.py"
 
 
 def _normal(text: str) -> str:
@@ -34,14 +25,6 @@ def built(tmp_path_factory):
     meta = build_docs_dataset(a / "data", max_per_library=25)
     build_docs_dataset(b / "data", max_per_library=25)
     return a / "data", b / "data", meta
-
-
-@pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("docs_experiment", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # ---- cleaning one docstring ------------------------------------------------------------------
@@ -133,41 +116,32 @@ def test_bad_input(tmp_path):
         build_docs_dataset(tmp_path / "d", max_per_library=5)
 
 
-# ---- the experiment ------------------------------------------------------------------------
+# ---- near-twins by name ------------------------------------------------------------------------
 
-def test_experiment_tiny_run(built, script, tmp_path, capsys):
-    out = tmp_path / "r.json"
-    results = script.main(["--data", str(built[0]), "--out", str(out), "--seeds", "0", "--steps", "2",
-                           "--batch-size", "4", "--eval-every", "1", "--max-queries", "8", "--bootstrap", "20"])
-    assert load_results(out) == json.loads(out.read_text())
-    assert list(results["test"]) == ["tfidf", "bm25", "minilm", "mnrl", "mnrl_hn", "mnrl_hn_filt"]
-    for row in results["test"].values():
-        for m in METRICS:
-            cell = row[m]
-            assert 0 <= cell["ci95"][0] <= cell["mean"] <= cell["ci95"][1] <= 1, (m, cell)
-            assert len(cell["per_seed"]) == 1
-    for condition in script.TRAINED:
-        assert [p["step"] for p in results["curves"][condition]["0"]] == [0, 1, 2]
-    assert results["data"]["test_queries"] == 8 and results["code"]["sha256"] == script.code_hashes()
-    assert "mnrl_hn - mnrl" in results["differences"]
-    assert "paired gain" in capsys.readouterr().out
+def test_name_words():
+    assert name_words("MiniBatchKMeans") == ["mini", "batch", "k", "means"]
+    assert name_words("f1_score") == ["f1", "score"]
+    assert name_words("LCF_graph") == ["lcf", "graph"]
+    assert name_words("RidgeCV") == ["ridge", "cv"]
+    assert name_words("_") == []
+    with pytest.raises(ValueError, match="name must be a string"):
+        name_words(3)
 
 
-def test_committed_results_match_code_and_pins():
-    """The committed results were made by the current code and the versions constraints.txt pins."""
-    results = load_results(RESULTS_PATH)
-    for name, recorded in results["code"]["sha256"].items():
-        now = hashlib.sha256((ROOT / name).read_bytes()).hexdigest()
-        assert now == recorded, f"{name} changed since {RESULTS_PATH.name} was made: {REGENERATE}"
-    pins = dict(line.split("==", 1) for line in (ROOT / "constraints.txt").read_text().splitlines()
-                if "==" in line and not line.startswith("#"))
-    pins = {k.lower().replace("_", "-"): v.strip() for k, v in pins.items()}
-    for package, version in results["versions"].items():
-        if package != "python":
-            assert pins.get(package) == version.split("+")[0], (
-                f"{RESULTS_PATH.name} was made with {package} {version}, constraints.txt pins "
-                f"{pins.get(package)}: {REGENERATE}")
-    summary = results_summary(results)
-    assert max(len(line) for line in summary.splitlines()) <= 80
-    assert results["test"]["minilm"]["recall@1"]["mean"] < 0.8     # far from saturated
-    assert len(results["settings"]["seeds"]) >= 3
+def test_near_twin():
+    assert near_twin(("numpy.linalg", "norm"), ("scipy.linalg", "norm"))            # same name elsewhere
+    assert near_twin(("sklearn.datasets", "load_iris"), ("sklearn.datasets", "load_wine"))   # first word
+    assert near_twin(("sklearn.metrics", "f1_score"), ("sklearn.metrics", "recall_score"))   # last word
+    assert near_twin(("sklearn.linear_model", "Ridge"), ("sklearn.linear_model", "RidgeCV"))  # words inside
+    assert near_twin(("sklearn.cluster", "KMeans"), ("sklearn.cluster", "MiniBatchKMeans"))
+    assert not near_twin(("sklearn.cluster", "KMeans"), ("sklearn.cluster", "KMeans"))       # not its own
+    assert not near_twin(("sklearn.svm", "LinearSVC"), ("sklearn.linear_model", "LinearRegression"))
+    assert not near_twin(("networkx", "is_connected"), ("networkx", "pagerank"))
+    assert near_twin(("a", "x"), ("a", "x_y")) == near_twin(("a", "x_y"), ("a", "x"))        # symmetric
+
+
+def test_module_and_name():
+    assert module_and_name({"doc_id": "sklearn.linear_model.Ridge", "group": "sklearn.linear_model"}) == (
+        "sklearn.linear_model", "Ridge")
+    with pytest.raises(ValueError, match="does not start with its group"):
+        module_and_name({"doc_id": "numpy.sum", "group": "scipy"})

@@ -1,0 +1,168 @@
+"""benchmarks/docs_experiment.py: its parts, its quick mode end to end, and the committed results.
+
+The quick mode (``--quick``) runs every start and condition for two steps on a small slice of
+the data (about half a minute on two cores). The committed results file must come from the
+current code (SHA-256 of `CODE_FILES`), the pinned versions and the committed audit file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labs.classroom.results import load_results, results_summary
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "docs_experiment.py"
+RESULTS = ROOT / "benchmarks" / "results" / "docs_experiment.json"
+AUDIT = ROOT / "benchmarks" / "results" / "mining_audit.jsonl"
+REGENERATE = "regenerate it with the one command: nice -n 10 python benchmarks/docs_experiment.py"
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("docs_experiment", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- the parts ----------------------------------------------------------------------------------
+
+def test_mining_top1_and_window(script):
+    """hn_top1 takes the best non-answer whatever its score; hn_window skips the first RANGE_MIN
+    non-answers and any scoring above (1 - RELATIVE_MARGIN) of the answer; with no candidate left
+    in the window it takes the first passing one below it."""
+    n = script.RANGE_MAX + 20
+    row = np.linspace(0.99, 0.0, n)                 # document j scores 0.99 ... 0 for the one query
+    scores = np.stack([row, row])
+    positives = [5, 0]                              # query 0's answer is ranked 6th, query 1's first
+    mined, stats = script.mine(scores, positives, [f"d{j}" for j in range(n)])
+    assert mined["hn_top1"] == [0, 1]
+    limit0 = (1 - script.RELATIVE_MARGIN) * row[5]
+    window0 = [j for j in range(n) if j != 5][script.RANGE_MIN:script.RANGE_MAX]
+    assert mined["hn_window"][0] in [j for j in window0 if row[j] <= limit0]
+    assert script.RANGE_MIN + 1 <= mined["ranks"]["hn_window"][0] <= script.RANGE_MAX
+    assert stats["hn_top1"]["negative_above_answer"] == 1          # query 0's top-1 outscores its answer
+    assert stats["hn_window"]["negative_above_95pct_of_answer"] == 0
+    # An answer so weak that nothing in the window passes: the first passing one below it.
+    weak = np.concatenate([[0.5] * 60, [0.1], np.linspace(0.09, 0.0, n - 61)])
+    mined, stats = script.mine(weak[None], [60], [f"d{j}" for j in range(n)])
+    assert mined["hn_window"] == [61] and stats["hn_window"]["fallbacks_below_window"] == 1
+
+
+def test_batches_same_pairs_and_doubled(script):
+    """For one seed every condition walks the same pairs; a double batch is two consecutive batches."""
+    single = [list(b) for b in script.batches(20, 4, seed=3, steps=8)]
+    double = [list(b) for b in script.batches(20, 8, seed=3, steps=4)]
+    assert len(single) == 8 and all(len(set(b)) == 4 for b in single)
+    assert sorted(single[0] + single[1] + single[2] + single[3] + single[4]) == list(range(20))  # an epoch
+    assert double[0] == single[0] + single[1] and double[1] == single[2] + single[3]
+    assert [list(b) for b in script.batches(20, 4, seed=3, steps=8)] == single
+
+
+def test_interval_pairs_and_covers(script):
+    rng = np.random.default_rng(0)
+    stack = rng.normal(0.5, 0.1, (5, 300))
+    lo, hi = script.interval(stack, 500, 0)
+    assert lo < stack.mean() < hi and hi - lo < 0.05
+    assert script.interval(stack, 500, 0) == [lo, hi]                 # the same resamples again
+    assert script.interval(np.full((1, 50), 0.3), 100, 0) == [0.3, 0.3]
+    assert script.wilson(0, 30)[0] == 0 and script.wilson(30, 30)[1] == 1
+    lo, hi = script.wilson(6, 30)
+    assert lo < 0.2 < hi and lo == pytest.approx(0.0951, abs=1e-3) and hi == pytest.approx(0.3734, abs=1e-3)
+    assert script.wilson(0, 0) is None
+
+
+def test_read_audit_counts_only_matching_rows(script, tmp_path):
+    expected = [{"setting": s, "pair": f"p{i}", "negative_id": f"n{i}"} for s in script.MINING for i in range(3)]
+    labelled = [dict(r, label=label, reason="read it") for r, label in
+                zip(expected, ["also right", "wrong answer", "unclear"] * 2)]
+    labelled[3] = dict(labelled[3], negative_id="another")             # the mining changed for this one
+    path = tmp_path / "audit.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in labelled))
+    audit = script.read_audit(path, expected)
+    assert audit["settings"]["hn_top1"]["audited"] == 3 and audit["settings"]["hn_top1"]["also right"] == 1
+    assert audit["settings"]["hn_top1"]["false_negative_rate"] == pytest.approx(1 / 3, abs=1e-4)
+    assert audit["settings"]["hn_window"]["stale"] == 1 and audit["settings"]["hn_window"]["audited"] == 2
+    assert len(audit["rows"]) == 5
+    path.write_text(json.dumps(dict(labelled[0], label="maybe")) + "\n")
+    with pytest.raises(ValueError, match="label must be one of"):
+        script.read_audit(path, expected)
+
+
+# ---- the whole pipeline, small ------------------------------------------------------------------
+
+def test_quick_mode_runs_every_condition(script, tmp_path, capsys):
+    out = tmp_path / "quick.json"
+    results = script.main(["--quick", "--out", str(out)])
+    assert load_results(out) == json.loads(out.read_text())
+    assert results["quick"] and results["code"]["sha256"] == script.code_hashes()
+    printed = capsys.readouterr().out
+    assert "run time" in printed and "CPU" in printed
+    hashes = set()
+    for start in script.STARTS:
+        block = results["starts"][start]
+        assert set(block["conditions"]) == set(script.CONDITIONS)
+        for name, cond in block["conditions"].items():
+            hashes.add(cond["pair_set_sha256"])
+            assert cond["seeds"] == [0, 1]
+            for curve in cond["curves"].values():
+                assert [p["step"] for p in curve] == [0, 1, 2]
+            assert all(step in (0, 1, 2) for step in cond["chosen_step"])
+            assert (cond["mining"] is None) == (name not in script.MINING)
+            cell = cond["test"]["overall"]["mrr@10"]
+            assert 0 <= cell["ci95"][0] <= cell["mean"] <= cell["ci95"][1] <= 1
+            assert len(cell["per_seed"]) == 2
+        assert block["conditions"]["inbatch_2x"]["candidates_per_query"] == 2 * block["conditions"]["inbatch"][
+            "candidates_per_query"] == block["conditions"]["hn_window"]["candidates_per_query"]
+        assert set(block["differences"]) == {f"{a} - {b}" for a, b in script.COMPARISONS}
+    assert hashes == {results["data"]["pair_set_sha256"]}               # the same pairs everywhere
+    assert set(results["mining"]["audit"]["settings"]) == set(script.MINING)
+
+
+# ---- the committed results ----------------------------------------------------------------------
+
+def test_committed_results_match_code_pins_and_audit():
+    """The committed results were made by the current code, the pinned versions and the committed audit."""
+    results = load_results(RESULTS)
+    assert not results["quick"]
+    for name, recorded in results["code"]["sha256"].items():
+        now = hashlib.sha256((ROOT / name).read_bytes()).hexdigest()
+        assert now == recorded, f"{name} changed since {RESULTS.name} was made: {REGENERATE}"
+    pins = dict(line.split("==", 1) for line in (ROOT / "constraints.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    pins = {k.lower().replace("_", "-"): v.strip() for k, v in pins.items()}
+    for package, version in results["versions"].items():
+        if package != "python":
+            assert pins.get(package) == version.split("+")[0], (
+                f"{RESULTS.name} was made with {package} {version}, constraints.txt pins {pins.get(package)}: "
+                f"{REGENERATE}")
+    audit = results["mining"]["audit"]
+    assert audit["sha256"] == hashlib.sha256(AUDIT.read_bytes()).hexdigest(), (
+        f"{AUDIT.name} changed since {RESULTS.name} was made: {REGENERATE}")
+    for setting, row in audit["settings"].items():
+        assert row["audited"] >= 30 and row["stale"] == 0, setting
+    for start in results["starts"].values():
+        for cond in start["conditions"].values():
+            assert len(cond["seeds"]) >= 5 and cond["pair_set_sha256"] == results["data"]["pair_set_sha256"]
+    assert max(len(line) for line in results_summary(results).splitlines()) <= 80
+
+
+def test_audit_file_is_complete():
+    """Every audited row names its setting, pair and mined document, and has a label and a reason."""
+    rows = [json.loads(line) for line in AUDIT.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for row in rows:
+        assert row["label"] in ("wrong answer", "also right", "unclear"), row
+        assert row["reason"].strip() and "\n" not in row["reason"], row
+        assert {"setting", "pair", "query", "answer", "negative_id", "negative"} <= set(row)
+    by_setting = {}
+    for row in rows:
+        by_setting.setdefault(row["setting"], []).append(row["pair"])
+    assert set(by_setting) == {"hn_top1", "hn_window"}
+    assert all(len(pairs) >= 30 and len(set(pairs)) == len(pairs) for pairs in by_setting.values())
