@@ -43,7 +43,7 @@ export OMP_WAIT_POLICY := PASSIVE
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help python setup vendor chromium book book-clean test unit nbval nbval-alt browser checked-book lab \
-        lab-check fresh-book gpu-check serve outputs lock clean report spread
+        lab-check fresh-book gpu-check serve outputs lock clean report spread colab-twin
 
 help:
 	@echo "make book     set up and build the HTML book into _build/html (warnings are errors)"
@@ -59,6 +59,8 @@ help:
 	@echo "              SPREAD_ARGS=\"--notebook 03 --settings here,nbval-alt\" for a part, \"--no-run --declare\""
 	@echo "              to write the tolerances into the notebooks (tests/README.md, \"Writing a stable output\")"
 	@echo "make gpu-check  GPU only: the GPU path end to end, report in book/gpu-check.txt (exit 2 without CUDA)"
+	@echo "make colab-twin  every notebook on a twin of Colab's runtime (Python 3.13, ipywidgets 7, Colab's versions in"
+	@echo "              tests/colab/runtime.txt), installed by its first cell, every slider moved through the kernel"
 
 # ---- set-up --------------------------------------------------------------
 python:
@@ -152,6 +154,15 @@ lab-check: setup chromium
 # no network. Writes book/gpu-check.txt (commit it); without CUDA it writes nothing and exits 2.
 gpu-check: setup
 	$(PY) benchmarks/gpu_check.py
+
+# Colab's runtime rebuilt from the package registries (tests/colab/twin.py): its versions in
+# .cache/colab-twin (kept until tests/colab/runtime.txt changes), the course installed the way each
+# notebook's first cell installs it (from this checkout: COURSE_SOURCE), every notebook top to bottom,
+# every slider moved through the kernel and compared with what its code computes. Prints the versions
+# and each notebook's time. Not in make test (minutes: see the README); .ci/run runs it after make test.
+# TWIN_ARGS="--notebooks 04 --no-rehearsal" for a part.
+colab-twin: setup
+	nice $(PY) -m tests.colab.twin $(TWIN_ARGS)
 
 # The browser check (tests/book/test_browser.py) with screenshots; PAGES="notebooks/03_infonce.html ..."
 # checks only those pages. Every problem, by rule, also goes to _build/browser-check.txt.

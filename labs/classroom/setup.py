@@ -8,8 +8,10 @@ figure or CUDA call:
   model ships in a pip package);
 - one seed for every random source (`labs.retrieval.device.set_determinism`: Python, NumPy,
   torch on the CPU and every GPU), deterministic kernels, and on a GPU the settings that
-  determinism and precision need before CUDA starts (a fixed cuBLAS workspace, TF32 off so a
-  GPU computes float32 as a CPU does);
+  determinism and precision need before CUDA starts (a fixed cuBLAS workspace, set even when
+  ``deterministic=False``; TF32 off so a GPU computes float32 as a CPU does). Nothing here
+  starts CUDA; tests/notebooks/test_cuda_order.py rehearses every lesson's first two cells with
+  CUDA mocked and fails if anything does before this call;
 - ``threads`` torch threads;
 - figures: inline, sharp ("retina"), 11 pt text at 100 dpi; SVG slider figures keep their
   text as text, with a stable id salt;
@@ -44,8 +46,13 @@ def setup(seed: int = 0, *, threads: int = 2, deterministic: bool = True, precis
     import torch
     import transformers
 
-    from labs.retrieval.device import set_determinism
+    from labs.retrieval.device import CUBLAS_WORKSPACE, set_determinism
 
+    # cuBLAS reads its workspace setting once, when CUDA starts: set it before anything can start
+    # CUDA, whether or not this lesson asks for deterministic kernels (a later cell may). If CUDA
+    # already started, setting it now would change nothing: set_determinism then says so.
+    if not torch.cuda.is_initialized():
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
     set_determinism(seed, deterministic=deterministic)  # before any CUDA work: it sets the cuBLAS workspace
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

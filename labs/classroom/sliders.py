@@ -43,6 +43,17 @@ After (a slider of 25 taus times a dropdown of 4 gaps: 100 stored outputs)::
 
 The browser check (``tests/book/``) reads the stored positions back out of the page's widget
 state and moves every slider to prove each one.
+
+Three kernels, three behaviours (tests/classroom/test_sliders.py and ``make colab-twin``):
+
+- **ipywidgets 8** (the course's environment, JupyterLab, the book): as above, every stored
+  position in a `Stack`, linked to the controls in the browser.
+- **ipywidgets 7** (Colab's runtime, which has no `Stack`): driven from Python. The controls are
+  observed in the kernel; each move redraws the position into one `Output` (computed when first
+  visited, then kept). Nothing is stored for a static page; Colab has a kernel.
+- **No widget frontend** (a script, a terminal, a kernel without widget comms): nothing can
+  move, so it prints one line saying the slider needs Jupyter or Colab, shows the start
+  position's text and figures, and returns None.
 """
 
 from __future__ import annotations
@@ -51,6 +62,7 @@ import base64
 import contextlib
 import io
 import math
+import sys
 from collections.abc import Callable, Collection, Sequence
 
 import ipywidgets as widgets
@@ -59,6 +71,7 @@ MAX_STORED = 150  # stored outputs per widget; tens are the aim (page weight: 3 
 BOX_CLASS = "labs-live-slider"
 STACK_CLASS = "labs-live-stack"
 LIVE_ONLY = "Not stored in the book"  # how a live-only position starts its message
+NEEDS_A_NOTEBOOK = "needs Jupyter or Colab"  # the one line a slider prints with no widget frontend
 
 
 def _pairs(items: Sequence, fmt: str | Callable | None) -> list[tuple[str, object]]:
@@ -151,6 +164,38 @@ def capture(fn: Callable, args: tuple, image: str = "svg") -> list[dict]:
     return outputs
 
 
+def _reaches_a_frontend(widget: widgets.Widget) -> bool:
+    """Whether a widget's messages can reach a notebook frontend: its comm belongs to a running
+    kernel. Outside one, ipywidgets 8 gives a `comm.DummyComm` and ipywidgets 7 a comm with no
+    kernel; both send nothing anywhere."""
+    comm = getattr(widget, "comm", None)
+    if comm is None or type(comm).__name__ == "DummyComm":
+        return False
+    return getattr(comm, "kernel", True) is not None
+
+
+def _publish(outputs: list[dict]) -> None:
+    """Show captured outputs where the code runs: text on its stream, figures through IPython's
+    display (inside `with output:` they land in that Output widget). With no IPython at all (a
+    plain script) a figure is named by its text form, "<Figure: title>"."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+        get_ipython = display = None
+    shell = get_ipython() if get_ipython is not None else None
+    for out in outputs:
+        if out["output_type"] == "stream":
+            stream = sys.stderr if out.get("name") == "stderr" else sys.stdout
+            stream.write(out["text"])
+        elif shell is not None:
+            sys.stdout.flush()
+            display(out["data"], raw=True, metadata=out.get("metadata") or None)
+        else:
+            sys.stdout.write(out["data"].get("text/plain", "<Figure>") + "\n")
+    sys.stdout.flush()
+
+
 def _live_only(description: str, label: str) -> list[dict]:
     msg = (f"{LIVE_ONLY} for {description} = {label}: this position is computed only in a running "
            "notebook (Jupyter or Colab). Move the slider to a stored position, or run the notebook.\n")
@@ -171,11 +216,13 @@ def live_slider(
     toggle: bool = False,
     stored: Collection | Callable[[object], bool] | None = None,
     image: str = "svg",
-) -> widgets.VBox:
+) -> widgets.VBox | None:
     """A slider over `values` (and optionally a dropdown over `choices`) showing fn's output.
 
-    Every stored position is computed now and kept in the widget (see the module docstring);
-    returns the VBox to display (make it the cell's last expression).
+    With ipywidgets 8, every stored position is computed now and kept in the widget; with
+    ipywidgets 7 the kernel computes each position when the reader moves to it (see the module
+    docstring). Returns the VBox to display (make it the cell's last expression), or None where
+    no widget frontend can show it (then it prints one line and the start position instead).
     """
     if not callable(fn):
         raise TypeError(f"live_slider: fn must be a function, got {type(fn).__name__}")
@@ -207,12 +254,30 @@ def live_slider(
                 f", {choice_description or 'choice'}={choice_pairs[j][1]!r}" if choices is not None else "")
             raise RuntimeError(f"live_slider: {getattr(fn, '__name__', 'fn')} failed at {where}: {err}") from err
 
+    def static() -> None:
+        """No widget frontend: one line, then the start position as a static output."""
+        shown = f"{description} = {slider_pairs[start][0]}"
+        if choices is not None:
+            shown += f", {choice_description or 'choice'} = {choice_pairs[choice_start][0]}"
+        print(f"This slider {NEEDS_A_NOTEBOOK} to move (a notebook with widgets); showing {shown}.")
+        _publish(compute(start, choice_start))
+
+    style = {"description_width": "initial"}
+    if not hasattr(widgets, "Stack"):  # ipywidgets 7 (Colab): the kernel redraws one Output
+        return _python_driven(slider_pairs, choice_pairs if choices is not None else None, start, choice_start,
+                              description, choice_description, toggle, style, compute, static)
+
     grid = [[widgets.Output() for _ in slider_pairs] for _ in choice_pairs]
+    if not _reaches_a_frontend(grid[0][0]):
+        for row in grid:
+            for out in row:
+                out.close()
+        static()
+        return None
     for j, row in enumerate(grid):
         for i, out in enumerate(row):
             out.outputs = tuple(compute(i, j) if keep[i] else _live_only(description, slider_pairs[i][0]))
 
-    style = {"description_width": "initial"}
     slider = widgets.SelectionSlider(
         options=slider_pairs, index=start, description=description, style=style,
         continuous_update=all(keep), layout=widgets.Layout(width="100%", max_width="34em"),
@@ -233,6 +298,7 @@ def live_slider(
     box = widgets.VBox([*controls, shown])
     box.add_class(BOX_CLASS)
     box._live_links = links  # keep the link widgets referenced with the box
+    box._live_compute = compute  # fn afresh at a position (i, j): tests/colab/frontend.py compares with it
 
     def refresh(_change=None) -> None:
         """In a live kernel: compute a live-only position when the reader moves to it."""
@@ -244,4 +310,50 @@ def live_slider(
     slider.observe(refresh, "index")
     if choice is not None:
         choice.observe(refresh, "index")
+    return box
+
+
+def _python_driven(slider_pairs, choice_pairs, start, choice_start, description, choice_description, toggle,
+                   style, compute, static) -> widgets.VBox | None:
+    """ipywidgets 7 (no `Stack`): the controls are observed in the kernel, and each move redraws
+    one `Output` with `with output:` (the way Colab's widget frontend shows kernel output). A
+    position is computed when first shown and kept for the next visit."""
+    from IPython.display import clear_output
+
+    slider = widgets.SelectionSlider(
+        options=slider_pairs, index=start, description=description, style=style,
+        continuous_update=False, layout=widgets.Layout(width="100%", max_width="34em"),
+    )
+    if not _reaches_a_frontend(slider):
+        slider.close()
+        static()
+        return None
+    controls: list[widgets.Widget] = [slider]
+    choice = None
+    if choice_pairs is not None:
+        kind = widgets.ToggleButtons if toggle else widgets.Dropdown
+        choice = kind(options=choice_pairs, index=choice_start, description=choice_description, style=style)
+        controls.append(choice)
+    shown = widgets.Output()
+    shown.add_class(STACK_CLASS)
+    kept: dict[tuple[int, int], list[dict]] = {}
+
+    def redraw(_change=None) -> None:
+        """Show the controls' position in the Output; a failure is shown there too (a move
+        happens outside any cell, so an error raised here would reach only the kernel's log)."""
+        where = (slider.index, choice.index if choice is not None else 0)
+        with shown:
+            if where not in kept:
+                kept[where] = compute(*where)
+            clear_output(wait=bool(kept[where]))
+            _publish(kept[where])
+
+    kept[(start, choice_start)] = compute(start, choice_start)  # a failure here fails the cell
+    redraw()
+    slider.observe(redraw, "index")
+    if choice is not None:
+        choice.observe(redraw, "index")
+    box = widgets.VBox([*controls, shown])
+    box.add_class(BOX_CLASS)
+    box._live_compute = compute  # fn afresh at a position (i, j): tests/colab/frontend.py compares with it
     return box

@@ -1,11 +1,22 @@
-"""labs.classroom.sliders.live_slider: every stored position holds exactly what fn prints (and draws) for it."""
+"""labs.classroom.sliders.live_slider: every stored position holds exactly what fn prints (and draws) for it.
+
+Three kernels, three behaviours: ipywidgets 8 (stored positions linked in the browser, the unit
+tests below, run outside a kernel with a widget frontend assumed), ipywidgets 7 as Colab has it
+(the kernel redraws one Output: a real kernel with `Stack` taken away, every position moved through
+the kernel by tests/colab/frontend.py; `make colab-twin` does the same with the real ipywidgets
+7.7.1), and no widget frontend at all (a script: one line and the start position).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.util
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -17,9 +28,18 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from tests.book.widget_state import live_sliders, notebook_live_sliders
-from labs.classroom.sliders import capture, LIVE_ONLY, live_slider, MAX_STORED
+from labs.classroom import sliders
+from labs.classroom.sliders import capture, LIVE_ONLY, live_slider, MAX_STORED, NEEDS_A_NOTEBOOK
 
 ROOT = Path(__file__).resolve().parents[2]
+REACHES_A_FRONTEND = sliders._reaches_a_frontend
+
+
+@pytest.fixture(autouse=True)
+def widget_frontend(monkeypatch):
+    """These tests run outside a kernel, where widgets reach no frontend: pretend one is there
+    (the tests of the no-frontend case put the real check back)."""
+    monkeypatch.setattr(sliders, "_reaches_a_frontend", lambda widget: True)
 
 
 def printed(fn, *args) -> str:
@@ -211,3 +231,156 @@ def test_make_outputs_stores_every_position_in_the_notebook(tmp_path):
         s.model_id for s in specs}
     # The widgets print nothing into the cell itself: nbval sees only the widget views.
     assert not [o for c in stored["cells"] for o in c["outputs"] if o["output_type"] == "stream"]
+
+
+# ---- no widget frontend: a script, a terminal -------------------------------------------------
+
+def test_outside_a_kernel_widgets_reach_no_frontend():
+    """ipywidgets 8 outside a kernel: the comm is comm.DummyComm, which sends nothing."""
+    out = widgets.Output()
+    try:
+        assert REACHES_A_FRONTEND(out) is False
+    finally:
+        out.close()
+
+
+def test_with_no_frontend_one_line_then_the_start_position(monkeypatch, capsys):
+    monkeypatch.setattr(sliders, "_reaches_a_frontend", REACHES_A_FRONTEND)
+    result = live_slider(lambda steps, run: draw(steps), [0, 5, 10], description="steps", value=5,
+                         choices=["a", "b"], choice_description="run", choice_value="b")
+    assert result is None
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"This slider {NEEDS_A_NOTEBOOK} to move (a notebook with widgets); showing steps = 5, run = b."
+    assert printed[1:] == ["5 steps", "<Figure: after 5 steps>", "done"]  # the figure, as text: no display here
+    assert plt.get_fignums() == []
+
+
+def test_a_script_prints_one_line_and_the_start_position():
+    """A plain `python` process: no IPython, no kernel; nothing is left to show but text."""
+    script = (
+        "from labs.classroom.sliders import live_slider\n"
+        "def share(tau):\n"
+        "    print(f'tau = {tau:.2f}')\n"
+        "print(repr(live_slider(share, [0.1, 0.2, 0.5], description='tau', value=0.2, fmt='{:.1f}')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          env={**os.environ, "MPLBACKEND": "Agg"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (f"This slider {NEEDS_A_NOTEBOOK} to move (a notebook with widgets); showing tau = 0.2.\n"
+                           "tau = 0.20\nNone\n")
+    assert done.stderr == ""
+
+
+# ---- in a real kernel: ipywidgets 8 as the course has it, ipywidgets 7 as Colab has it --------
+
+KERNEL_CELLS = [
+    # Colab's ipywidgets 7 has no Stack: take it away (IPYWIDGETS_7), or cut the widget comms
+    # (NO_COMMS: a kernel whose frontend cannot talk to widgets).
+    "import os, ipywidgets\n"
+    "if os.environ.get('IPYWIDGETS_7'):\n"
+    "    del ipywidgets.Stack\n"
+    "if os.environ.get('NO_COMMS'):\n"
+    "    import comm\n"
+    "    comm.create_comm = comm._create_comm\n"
+    "import matplotlib\n"
+    "matplotlib.use('module://matplotlib_inline.backend_inline')\n"
+    "import matplotlib.pyplot as plt\n"
+    "from labs.classroom.sliders import live_slider\n"
+    "calls = []\n"
+    "def show(steps, run):\n"
+    "    calls.append((steps, run))\n"
+    "    print(f'{run}: {steps} steps')\n"
+    "    fig, ax = plt.subplots(figsize=(2, 1.5))\n"
+    "    ax.plot(range(steps + 2))\n"
+    "    ax.set_title(f'{run} after {steps}')\n"
+    "    plt.show()\n",
+    "live_slider(show, [0, 5, 10, 20], description='steps', value=5, choices=['a', 'b', 'c'],\n"
+    "            choice_description='run', stored=[0, 5, 10])\n",
+]
+
+
+def run_in_kernel(env: dict, walk: bool = True):
+    """Run KERNEL_CELLS in a fresh kernel of this environment and walk the slider through the kernel;
+    return the notebook, the client, the sliders found and how often `show` ran in the kernel."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from tests.colab import frontend
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in KERNEL_CELLS])
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        client = NotebookClient(nb, kernel_name="python3", timeout=120, store_widget_state=True,
+                                resources={"metadata": {"path": str(ROOT)}})
+
+        async def go():
+            async with client.async_setup_kernel():
+                for index, cell in enumerate(nb.cells):
+                    await client.async_execute_cell(cell, index)
+                found = frontend.sliders_in(client, nb.cells[1])
+                for s in found if walk else []:
+                    await frontend.walk(client, s, timeout=120)
+                return found, int(await frontend.run(client, "print(len(calls))"))
+
+        found, calls = asyncio.run(go())
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return nb, client, found, calls
+
+
+def test_ipywidgets_8_in_a_kernel_keeps_the_stored_positions_and_computes_a_live_one():
+    nb, client, (s,), calls = run_in_kernel({"IPYWIDGETS_7": "", "NO_COMMS": ""})
+    assert s.kind == "stack" and s.labels == ["0", "5", "10", "20"] and s.choice_labels == ["a", "b", "c"]
+    assert s.problems == [], s.problems
+    assert s.checked == 1 + 4 + 3 and s.changed >= 5  # start, 4 slider moves, 3 choice moves
+    # 9 stored positions computed with the cell; the live-only one (20, a) when visited; each
+    # check then ran fn once more in the kernel
+    assert calls == 9 + 1 + s.checked
+
+
+def test_ipywidgets_7_in_a_kernel_redraws_one_output_from_python():
+    """Colab's case: every move goes to the kernel, which redraws the one Output with what fn
+    prints and draws there (a position is computed when first visited)."""
+    nb, client, (s,), calls = run_in_kernel({"IPYWIDGETS_7": "1", "NO_COMMS": ""})
+    assert s.kind == "output"
+    state = client.widget_state[s.box]
+    assert [client.widget_state[c[len("IPY_MODEL_"):]]["_model_name"] for c in state["children"]] == [
+        "SelectionSliderModel", "DropdownModel", "OutputModel"]
+    assert client.widget_state[s.slider]["continuous_update"] is False  # compute on release
+    assert s.problems == [], s.problems
+    assert s.checked == 1 + 4 + 3 and s.changed >= 5  # start, 4 slider moves, 3 choice moves
+    shown = client.widget_state[s.shown]["outputs"]
+    assert [o["output_type"] for o in shown] == ["stream", "display_data"]
+    assert shown[0]["text"] == "a: 5 steps\n" and "image/svg+xml" in shown[1]["data"]
+    # the 6 distinct positions visited, once each (kept), plus fn afresh for each of the 7 checks
+    assert calls == 6 + s.checked
+
+
+def test_the_walk_catches_an_output_that_is_not_what_the_code_computes():
+    """A function that prints something new at every call: the shown output (first call) never
+    equals a fresh computation, and the walk says so."""
+    cells = list(KERNEL_CELLS)
+    KERNEL_CELLS[0] = KERNEL_CELLS[0].replace("print(f'{run}: {steps} steps')", "print(f'call {len(calls)}')")
+    try:
+        _, _, (s,), _ = run_in_kernel({"IPYWIDGETS_7": "1", "NO_COMMS": ""})
+    finally:
+        KERNEL_CELLS[:] = cells
+    assert len([p for p in s.problems if "the code computes" in p]) == s.checked
+
+
+def test_a_kernel_without_widget_comms_shows_the_start_position():
+    nb, _, found, calls = run_in_kernel({"IPYWIDGETS_7": "", "NO_COMMS": "1"}, walk=False)
+    assert found == []
+    outs = nb.cells[1].outputs
+    text = "".join(o.get("text", "") for o in outs if o["output_type"] == "stream")
+    assert text == (f"This slider {NEEDS_A_NOTEBOOK} to move (a notebook with widgets); showing steps = 5, run = a.\n"
+                    "a: 5 steps\n")
+    figures = [o for o in outs if o["output_type"] == "display_data"]
+    assert len(figures) == 1 and "image/svg+xml" in figures[0]["data"]  # the static figure
+    assert not [o for o in outs if o["output_type"] == "execute_result"]  # None: nothing else shown
+    assert calls == 1  # only the start position was computed
