@@ -44,7 +44,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from labs.lessons.inputs import scaled_scores, valid_margin, valid_tau
+from labs.lessons.inputs import real_array, real_number, scaled_scores, valid_margin, valid_tau
 
 __all__ = [
     "log_softmax_rows",
@@ -80,7 +80,7 @@ def info_nce(S: np.ndarray | Sequence, tau: float) -> float:
 
 def clip_loss(S: np.ndarray | Sequence, tau: float) -> float:
     """Symmetric (CLIP) loss of a square (B, B) table: rows pick columns and columns pick rows, averaged."""
-    A = np.asarray(S, dtype=np.float64)
+    A = real_array(S, "S")
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"S must be square (B images x B captions) for clip_loss, got shape {A.shape}")
     return 0.5 * info_nce(A, tau) + 0.5 * info_nce(A.T, tau)
@@ -88,8 +88,11 @@ def clip_loss(S: np.ndarray | Sequence, tau: float) -> float:
 
 def positive_share(pos: float, negs: Sequence[float], tau: float) -> float:
     """Softmax share of a positive with cosine ``pos`` against negatives with cosines ``negs``."""
-    negs = list(np.atleast_1d(np.asarray(negs, dtype=np.float64)))
-    row = np.array([[float(pos), *negs]])
+    pos = real_number(pos, "pos", "a real number")
+    negs = real_array(negs, "negs")
+    if negs.ndim > 1:
+        raise ValueError(f"negs must be a number or a list of numbers, got shape {negs.shape}")
+    row = np.array([[pos, *np.atleast_1d(negs)]])
     if not np.all(np.isfinite(row)):
         raise ValueError("pos and negs must be finite numbers")
     Z = scaled_scores(row, tau, name="[pos, *negs]")
@@ -106,7 +109,8 @@ def _check_embeddings(queries, docs, normalize: bool) -> None:
                          f"and {tuple(docs.shape)}")
     for name, x in (("queries", queries), ("docs", docs)):
         if not x.is_floating_point():
-            raise ValueError(f"{name} must be a floating-point tensor, got {x.dtype}")
+            what = "complex numbers: give real embeddings" if x.dtype.is_complex else x.dtype
+            raise ValueError(f"{name} must be a floating-point tensor, got {what}")
         if not bool(torch.isfinite(x).all()):
             raise ValueError(f"{name} contains NaN or infinite entries")
     if queries.shape[0] == 0:
@@ -125,6 +129,29 @@ def _check_embeddings(queries, docs, normalize: bool) -> None:
                 raise ValueError(f"{name} row {int(zero[0, 0])} is all zeros: it has no direction to normalise")
 
 
+def _unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """Rows scaled to unit length, whatever their size: each row is first divided by its largest
+    entry, so a tiny row (1e-30) or a huge one (1e30) has the direction of the same row at
+    unit length, where ``F.normalize`` alone clamps tiny norms (eps) or overflows huge ones.
+    Rows are non-zero (checked by the caller)."""
+    largest = x.abs().amax(dim=-1, keepdim=True)
+    return F.normalize(x / largest, dim=-1)
+
+
+def _temperature(tau) -> tuple[float, float | torch.Tensor]:
+    """(tau as a checked float, the divisor of the scores): a one-number tensor that requires grad
+    is the divisor itself, so a learned temperature gets its gradient (as in CLIP)."""
+    if isinstance(tau, torch.Tensor) and tau.requires_grad:
+        return valid_tau(tau.detach()), tau.reshape(())
+    value = valid_tau(tau)
+    return value, value
+
+
+def _same_device(divisor, queries: torch.Tensor) -> None:
+    if isinstance(divisor, torch.Tensor) and divisor.device != queries.device:
+        raise ValueError(f"tau is on {divisor.device} but queries is on {queries.device}")
+
+
 def info_nce_torch(
     queries: torch.Tensor, docs: torch.Tensor, tau: float, *, normalize: bool = True
 ) -> torch.Tensor:
@@ -133,15 +160,17 @@ def info_nce_torch(
     Row i of ``queries`` is paired with row i of ``docs``; rows B..M-1 of ``docs``
     are extra negatives. With ``normalize=True`` the scores are cosines, as in
     sentence-transformers' MultipleNegativesRankingLoss with ``scale = 1 / tau``.
-    Returns a scalar tensor that autograd can differentiate. Refuses, like `info_nce`,
+    Returns a scalar tensor that autograd can differentiate (through ``tau`` too, when it is a
+    one-number tensor that requires grad: a learned temperature). Refuses, like `info_nce`,
     an empty batch, NaN or infinite entries, a tau that is not a finite number > 0,
     and a tau so small that the scores overflow.
     """
-    tau = valid_tau(tau)
+    tau, divisor = _temperature(tau)
     _check_embeddings(queries, docs, normalize)
+    _same_device(divisor, queries)
     if normalize:
-        queries, docs = F.normalize(queries, dim=-1), F.normalize(docs, dim=-1)
-    logits = queries @ docs.T / tau
+        queries, docs = _unit_rows(queries), _unit_rows(docs)
+    logits = queries @ docs.T / divisor
     if not bool(torch.isfinite(logits.detach()).all()):
         raise ValueError(f"tau={tau!r} is too small for these scores: scores / tau overflows {logits.dtype}")
     labels = torch.arange(queries.shape[0], device=queries.device)
@@ -154,7 +183,7 @@ def info_nce_torch(
 def _guide_table(guide: np.ndarray | Sequence | None, S: np.ndarray) -> np.ndarray:
     if guide is None:
         return S
-    G = np.asarray(guide, dtype=np.float64)
+    G = real_array(guide, "guide")
     if G.shape != S.shape:
         raise ValueError(f"guide must have the shape of S {S.shape}, got {G.shape}")
     if not np.all(np.isfinite(G)):
@@ -212,10 +241,12 @@ def info_nce_masked_torch(queries: torch.Tensor, docs: torch.Tensor, tau: float,
     a negative can leave the mask once the positive has moved above it.
     Validates like `info_nce_torch`.
     """
-    tau, margin = valid_tau(tau), valid_margin(margin)
+    tau, divisor = _temperature(tau)
+    margin = valid_margin(margin)
     _check_embeddings(queries, docs, normalize)
+    _same_device(divisor, queries)
     if normalize:
-        queries, docs = F.normalize(queries, dim=-1), F.normalize(docs, dim=-1)
+        queries, docs = _unit_rows(queries), _unit_rows(docs)
     scores = queries @ docs.T
     B, M = scores.shape
     if guide is None:
@@ -224,13 +255,15 @@ def info_nce_masked_torch(queries: torch.Tensor, docs: torch.Tensor, tau: float,
         if not isinstance(guide, torch.Tensor) or tuple(guide.shape) != (B, M):
             raise ValueError(f"guide must be a tensor of shape {(B, M)}, got "
                              f"{tuple(guide.shape) if isinstance(guide, torch.Tensor) else type(guide).__name__}")
+        if not (guide.is_floating_point() or guide.dtype in (torch.int32, torch.int64)):
+            raise ValueError(f"guide must hold real numbers, got dtype {guide.dtype}")
         if not bool(torch.isfinite(guide).all()):
             raise ValueError("guide contains NaN or infinite entries")
         G = guide.detach().to(scores.device, scores.dtype)
     rows = torch.arange(B, device=scores.device)
     mask = G > G[rows, rows][:, None] + margin
     mask[rows, rows] = False
-    logits = scores / tau
+    logits = scores / divisor
     if not bool(torch.isfinite(logits.detach()).all()):
         raise ValueError(f"tau={tau!r} is too small for these scores: scores / tau overflows {logits.dtype}")
     return F.cross_entropy(logits.masked_fill(mask, float("-inf")), rows)

@@ -45,7 +45,9 @@ def _check_grid(token_embeddings: torch.Tensor) -> None:
             f"token_embeddings must be 3-D (batch, tokens, dim), got shape {tuple(token_embeddings.shape)}"
         )
     if not token_embeddings.is_floating_point():
-        raise ValueError(f"token_embeddings must hold floats, got dtype {token_embeddings.dtype}")
+        what = "complex numbers: give real vectors" if token_embeddings.dtype.is_complex else \
+            f"dtype {token_embeddings.dtype}"
+        raise ValueError(f"token_embeddings must hold floats, got {what}")
     if 0 in token_embeddings.shape:
         raise ValueError(f"token_embeddings is empty, got shape {tuple(token_embeddings.shape)}")
 
@@ -60,6 +62,8 @@ def _check_mask(attention_mask: torch.Tensor, token_embeddings: torch.Tensor) ->
             f"attention_mask must have shape (batch, tokens) = {expected} to match token_embeddings, "
             f"got {tuple(attention_mask.shape)}"
         )
+    if attention_mask.dtype.is_complex:
+        raise ValueError("attention_mask must hold 0 and 1 (bools, integers or floats), got complex numbers")
     if attention_mask.device != token_embeddings.device:
         raise ValueError(
             f"attention_mask is on {attention_mask.device} but token_embeddings is on {token_embeddings.device}"
@@ -76,14 +80,17 @@ def _check_mask(attention_mask: torch.Tensor, token_embeddings: torch.Tensor) ->
 def mean_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """Average of the real tokens: (B, T, D) grid and (B, T) mask -> (B, D).
 
-    Padding positions (mask 0) are left out of both the sum and the count.
+    Padding positions (mask 0) are left out of both the sum and the count, whatever they hold
+    (NaN or infinity at a padded position does not reach the result). The sum is taken in
+    float32 at least (float16 and bfloat16 sums of many large entries would overflow) and the
+    mean is returned in the grid's dtype.
     """
     _check_grid(token_embeddings)
     mask = _check_mask(attention_mask, token_embeddings)
-    weights = mask.unsqueeze(-1).to(token_embeddings.dtype)  # (B, T, 1)
-    summed = (token_embeddings * weights).sum(dim=1)  # (B, D)
-    counts = weights.sum(dim=1)  # (B, 1), at least 1 after the check
-    return summed / counts
+    wide = torch.promote_types(token_embeddings.dtype, torch.float32)
+    kept = token_embeddings.to(wide).masked_fill(~mask.unsqueeze(-1), 0.0)  # (B, T, D), padding exactly 0
+    counts = mask.sum(dim=1, keepdim=True).to(wide)  # (B, 1), at least 1 after the check
+    return (kept.sum(dim=1) / counts).to(token_embeddings.dtype)
 
 
 def cls_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -111,7 +111,8 @@ class BatchPlan:
     global_batch: int
 
 
-def plan_batches(data: RetrievalData, *, epochs: int, batch_size: int, seed: int, hard_negatives: bool, max_steps: int | None = None, world: int = 1) -> BatchPlan:
+def plan_batches(data: RetrievalData, *, epochs: int, batch_size: int, seed: int, hard_negatives: bool,
+                 max_steps: int | None = None, world: int = 1) -> BatchPlan:
     """Lay out a run's steps: `epoch_batches` for each epoch, with mined negatives if asked.
 
     One process: every batch of `epoch_batches`. W processes: only full global batches of W x B

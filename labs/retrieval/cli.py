@@ -13,17 +13,21 @@ Every command either completes or leaves things as they were: output is built as
 into place whole, a second writer of the same output is refused, and nothing is overwritten.
 Every error is one line naming the file and line or the flag and its allowed range; exit
 status 2 for bad input, 1 for a failed run, 128 + the signal's number when stopped by Ctrl-C
-(130), SIGTERM (143) or SIGHUP (129); --debug or LABS_DEBUG=1 shows the traceback.
+(130), SIGTERM (143), SIGHUP (129) or another stop signal; --debug or LABS_DEBUG=1 shows the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
 import os
+import re
 import signal
 import sys
 import traceback
+from pathlib import Path
 
 from labs.retrieval import files, validate
 
@@ -35,7 +39,7 @@ BAD_INPUT = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryErro
 
 
 class Interrupted(BaseException):
-    """A signal asked the command to stop (SIGINT, SIGTERM or SIGHUP); unwinds like Ctrl-C."""
+    """A stop signal (SIGINT, SIGTERM, SIGHUP, ...) asked the command to stop; unwinds like Ctrl-C."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -43,16 +47,54 @@ class Interrupted(BaseException):
 
 
 def _stop(signum, frame) -> None:
-    if files.COMMITTED:  # the output is complete and in place: finish normally
+    """The handler of SIGINT, SIGTERM and SIGHUP while a command runs.
+
+    The first signal raises `Interrupted`, which unwinds the command: every ``finally`` removes
+    what it made. Where an exception cannot safely unwind (while Python is importing a module,
+    which may be a C++ extension's initialisation) and for a second signal (the first is already
+    unwinding, or was swallowed), what this process made is removed here and it exits at once.
+    Once the output is complete and in place (`labs.retrieval.files.COMMITTED`), signals are ignored."""
+    if files.COMMITTED or _STATE["reported"] or _STATE["finished"] or _STATE["exiting"]:
         return
+    if files.held(signum):  # inside a step that must not be cut in half: raised again at its end
+        return
+    if _STATE["stopping"] or _importing(frame):
+        _exit_now(signum)
+    _STATE["stopping"] = True
     raise Interrupted(signum)
+
+
+def _importing(frame) -> bool:
+    """Whether ``frame`` runs inside an import (raising there can abort a C++ extension's start)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _exit_now(signum: int) -> None:
+    """Remove what this process made, say so in one line, exit 128 + the signal's number."""
+    _STATE["exiting"] = True  # a further signal does not interrupt the last clean-up
+    files.remove_leftovers()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    line = f"interrupted by {signal.Signals(signum).name}{_left_as_it_was(_STATE['args'])}\n"
+    with contextlib.suppress(OSError):
+        os.write(2, line.encode("utf-8", "backslashreplace"))
+    os._exit(128 + signum)
+
+
+#: The command now running: its arguments, whether a signal is stopping it / was reported, and
+#: whether it has finished (``python -m labs`` keeps the handler while Python shuts down).
+_STATE: dict = {"args": None, "stopping": False, "reported": False, "finished": False, "exiting": False}
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line usage errors (exit 2)."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(2, f"{_shown(self.prog)}: error: {_shown(message)} (see --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -179,7 +221,7 @@ def cmd_make_data(args) -> int:
 
         meta = build_docs_dataset(args.out, splits=_parse_splits(args.splits), max_per_library=args.max_per_library,
                                   what="--out")
-        print(f"wrote corpus.jsonl, queries.jsonl, train_pairs.jsonl, metadata.json to {args.out}")
+        print(f"wrote corpus.jsonl, queries.jsonl, train_pairs.jsonl, metadata.json to {_shown(args.out)}")
         print("documents: " + json.dumps(meta["counts"]))
         print("versions:  " + json.dumps(meta["versions"]))
         return 0
@@ -203,10 +245,12 @@ def cmd_baseline(args) -> int:
     print(f"{args.split}: {len(queries)} queries against {len(data.corpus)} documents")
     print(_table(rows))
     if out is not None:
-        out.absolute().parent.mkdir(parents=True, exist_ok=True)
-        with files.exclusive(out.absolute().parent / f".{out.name}.lock", f"--out {str(out)!r}"):
+        folder = Path(os.path.abspath(out)).parent
+        with files.new_parents(folder), files.exclusive(folder / f".{out.name}.lock", f"--out {str(out)!r}"):
             validate.new_path(out, "--out", folder=False)  # again, now that no other writer can race us
-            files.write_json(out, {"split": args.split, **rows})
+            with files.signals_held():  # written and recorded as complete together
+                files.write_json(out, {"split": args.split, **rows})
+                files.COMMITTED.append(out)
     return 0
 
 
@@ -256,57 +300,100 @@ COMMANDS = {"make-data": cmd_make_data, "baseline": cmd_baseline, "train": cmd_t
 def _shown(text) -> str:
     """Text from the user's data or paths as one printable line: control characters escaped."""
     text = str(text)
-    return text if text.isprintable() else text.encode("unicode_escape", "backslashreplace").decode("ascii")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for c in text)
+
+
+def _name(filename) -> str:
+    return os.fsdecode(filename) if isinstance(filename, (str, bytes)) else str(filename)
 
 
 def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split()) or type(err).__name__
-    if isinstance(err, OSError) and err.filename and str(err.filename) not in text:
-        text = f"{err.filename}: {text}"
+    if isinstance(err, OSError) and err.strerror and err.filename is not None:
+        text = f"{_name(err.filename)}: {err.strerror}"
+        if err.filename2 is not None:
+            text += f" (and {_name(err.filename2)})"
+    else:
+        text = str(err)
+        if isinstance(err, OSError) and err.filename and str(err.filename) not in text:
+            text = f"{err.filename}: {text}"
+        return _shown(re.sub(r"\s*[\r\n]\s*", " ", text).strip() or type(err).__name__)  # one line
     return _shown(text)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Bad input or usage: one line on stderr, exit 2; a failed run: exit 1;
     stopped by a signal: one line, exit 128 + its number. With --debug (or LABS_DEBUG=1) the
-    traceback follows the line."""
+    traceback follows the line. Whatever way it ends, nothing this command made is left half."""
+    files.COMMITTED.clear()
+    _STATE.update(args=None, stopping=False, reported=False, finished=False, exiting=False)
+    before = files.leftovers()  # a caller's own unfinished output (a test, a notebook) is not ours
     previous = {sig: signal.signal(sig, _stop) for sig in _SIGNALS}
     args = None
     failure: BaseException | None = None
     try:
         args = build_parser().parse_args(argv)
+        _STATE["args"] = args
         if getattr(args, "model", None) != _hub_model():  # only the hub id may download; all else stays offline
             from labs.retrieval.models import offline
 
             offline()
         return COMMANDS[args.command](args)
-    except Interrupted as err:
-        failure, code = err, 128 + err.signum
-        print(f"interrupted by {err}{_left_as_it_was(args)}", file=sys.stderr)
-    except KeyboardInterrupt as err:
-        failure, code = err, 128 + signal.SIGINT
-        print(f"interrupted by SIGINT{_left_as_it_was(args)}", file=sys.stderr)
+    except (Interrupted, KeyboardInterrupt) as err:
+        failure = err
+        _STATE["stopping"] = True  # a second signal from here on exits at once
+        name = str(err) if isinstance(err, Interrupted) else "SIGINT"
+        code = 128 + (err.signum if isinstance(err, Interrupted) else signal.SIGINT)
+        files.remove_leftovers(keep=before)
+        _STATE["reported"] = True
+        _say(f"interrupted by {name}{_left_as_it_was(args)}")
+    except BrokenPipeError as err:  # the reader of our output went away (``| head -1``): stop quietly
+        failure, code = err, 128 + getattr(signal, "SIGPIPE", 13)
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except BAD_INPUT as err:
         failure, code = err, 2
-        print(f"error: {_one_line(err)}", file=sys.stderr)
-    except OSError as err:  # a failed read or write (a full disk, a file size limit): named, nothing left half
-        failure, code = err, 1
-        print(f"error: {_one_line(err)}; nothing was left half-written, run it again when this is fixed",
-              file=sys.stderr)
+        _say(f"error: {_one_line(err)}")
+    except OSError as err:
+        failure = err
+        if err.errno in _BAD_PATH:  # a path that cannot be used: bad input
+            code = 2
+            _say(f"error: {_one_line(err)}")
+        else:  # a failed read or write (a full disk, a file size limit): named, nothing left half
+            code = 1
+            _say(f"error: {_one_line(err)}; nothing was left half-written, run it again when this is fixed")
     except Exception as err:  # noqa: BLE001 - a failure of the run, reported in one line
         failure, code = err, 1
         command = getattr(args, "command", "")
-        print(f"error: the {command} run failed: {type(err).__name__}: {_one_line(err)}"
-              f"{'' if _debug(args) else ' (--debug shows the traceback)'}", file=sys.stderr)
+        _say(f"error: the {command} run failed: {type(err).__name__}: {_one_line(err)}"
+             f"{'' if _debug(args) else ' (--debug shows the traceback)'}")
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        files.remove_leftovers(keep=before)  # anything an unwinding step could not remove
+        _STATE["finished"] = True
+        if argv is not None:  # called from Python (a test, a notebook): its own handlers come back
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        # As the program (argv from the command line), the handler stays while Python shuts down: a
+        # signal then finds the command finished and changes nothing, not even the exit status.
     if _debug(args):
         traceback.print_exception(failure)
     return code
 
 
-_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+#: errno values of a path that cannot be used as given (too long, a loop of links, ...): exit 2.
+_BAD_PATH = {errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR, errno.ENOENT, errno.EACCES,
+             errno.EPERM, errno.EROFS, errno.EEXIST}
+
+
+def _say(line: str) -> None:
+    """One line on stderr (a closed stderr is not a second error)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
+_SIGNALS = tuple(files.stop_signals())
 
 
 def _hub_model() -> str:

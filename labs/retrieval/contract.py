@@ -9,16 +9,19 @@ ValueError line naming the file and the field) a run that breaks any rule:
 1. ``complete`` is true: `seal_run`, the trainer's last step, wrote it;
 2. every field is present, of its type and range (``max_length`` >= 1, ...);
 3. ``model_dir`` is a plain relative path inside the run, with no symbolic link;
-4. every file in ``files`` (model and index) and ``run_files`` (metrics.json,
-   validation_rankings.json) exists with its SHA-256;
-5. no other file and no symbolic link is in the run, except what `evaluate`
-   adds: ``{val,test}_metrics.json`` and ``{val,test}_rankings.json``;
+4. every file in ``files`` (model and index), ``run_files`` (metrics.json,
+   validation_rankings.json) and ``evaluations`` (what `evaluate` added:
+   ``{val,test}_metrics.json`` and ``{val,test}_rankings.json``) exists with its SHA-256;
+5. no other file and no symbolic link is in the run;
 6. instruction, query template and max_length agree with the saved model's own
    configuration (its query prompt, its maximum sequence length);
 7. the body's canonical JSON matches ``contract_sha256`` (any other edit).
 
 ``data_sha256`` keeps the hashes of the three data files as training read them, so
-`labs.retrieval.index.evaluate` refuses queries edited after training. The digest catches
+`labs.retrieval.index.evaluate` refuses queries edited after training. ``evaluations`` starts
+empty; `record_evaluation` adds a split's two files when `labs.retrieval.index.evaluate` has
+written them, and the contract (with its new digest) replacing the old one is what makes the
+evaluation count: an edited ``val_metrics.json`` no longer matches, and a split is evaluated once. The digest catches
 accidents and careless edits; it is not a signature against someone who recomputes it.
 
 Relations: `labs.retrieval.index.write_index` returns the contract's body with the hashes of
@@ -34,18 +37,24 @@ import json
 import os
 from pathlib import Path, PurePosixPath
 
+from labs.retrieval import validate
 from labs.retrieval.data import FILES
 from labs.retrieval.files import file_sha256, write_json
 from labs.retrieval.instruction import QUERY_TEMPLATE, query_prompt
 
-__all__ = ["CONTRACT", "FORMAT", "INDEX_FILES", "RUN_FILES", "EVALUATION_FILES", "contract_digest", "seal_run",
-           "verify_contract"]
+__all__ = ["CONTRACT", "FORMAT", "INDEX_FILES", "RUN_FILES", "EVALUATION_FILES", "evaluation_files",
+           "contract_digest", "seal_run", "record_evaluation", "verify_contract"]
 
 CONTRACT = "index_contract.json"
-FORMAT = 2
+FORMAT = 3  # 3: evaluation files are listed with their hashes (field 'evaluations')
 INDEX_FILES = ("corpus_embeddings.npy", "corpus_ids.json")
 RUN_FILES = ("metrics.json", "validation_rankings.json")  # hashed by seal_run, the trainer's last step
 EVALUATION_FILES = tuple(f"{split}_{kind}.json" for split in ("val", "test") for kind in ("metrics", "rankings"))
+
+
+def evaluation_files(split: str) -> tuple[str, str]:
+    """The two files `labs.retrieval.index.evaluate` writes for ``split``: (metrics, rankings)."""
+    return f"{split}_metrics.json", f"{split}_rankings.json"
 
 
 def _no_constant(name: str):
@@ -87,10 +96,19 @@ def seal_run(run: str | Path, contract: dict, data_sha256: dict[str, str], run_f
         raise ValueError(f"seal_run needs the hashes of {', '.join(FILES)} and of {', '.join(RUN_FILES)}")
     if data_sha256["corpus.jsonl"] != contract["corpus_sha256"]:
         raise ValueError("the corpus.jsonl read for training is not the one indexed (field 'corpus_sha256')")
-    sealed = {**contract, "run_files": dict(run_files), "data_sha256": dict(data_sha256), "complete": True}
+    sealed = {**contract, "run_files": dict(run_files), "data_sha256": dict(data_sha256), "evaluations": {},
+              "complete": True}
     sealed["contract_sha256"] = contract_digest(sealed)
     write_json(Path(run) / CONTRACT, sealed)
     return sealed
+
+
+def record_evaluation(contract: dict, written: dict[str, str]) -> dict:
+    """The verified ``contract`` with one split's evaluation files (name -> SHA-256 as written)
+    added to ``evaluations`` and its digest renewed; the caller writes it in place of the old one."""
+    recorded = {**contract, "evaluations": {**contract["evaluations"], **written}}
+    recorded["contract_sha256"] = contract_digest(recorded)
+    return recorded
 
 
 def _is_sha(value) -> bool:
@@ -114,20 +132,20 @@ def _inside(run: Path, name, field: str) -> Path:
 _FIELDS = {"format": int, "model_dir": str, "source_model": str, "instruction": str, "query_template": str,
            "document_template": str, "pooling": str, "normalize": bool, "padding_side": str, "dimensions": int,
            "max_length": int, "similarity": str, "corpus_size": int, "corpus_sha256": str, "files": dict,
-           "run_files": dict, "data_sha256": dict, "contract_sha256": str}
+           "run_files": dict, "data_sha256": dict, "evaluations": dict, "contract_sha256": str}
 
 
 def _check_fields(contract: dict) -> None:
     """Every field present, of its type and range; each failure names the field."""
+    if contract.get("format") != FORMAT:  # first: an older run lacks newer fields
+        raise ValueError(f"{CONTRACT} field 'format' is {contract.get('format')!r}, this code reads format {FORMAT}; "
+                         "train the run again with this version")
     for field, kind in _FIELDS.items():
         if field not in contract:
             raise ValueError(f"{CONTRACT} has no field {field!r}")
         value = contract[field]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise ValueError(f"{CONTRACT} field {field!r} must be {kind.__name__}, got {type(value).__name__}")
-    if contract["format"] != FORMAT:
-        raise ValueError(f"{CONTRACT} field 'format' is {contract['format']}, this code reads format {FORMAT}; "
-                         "train the run again with this version")
     for field in ("dimensions", "max_length", "corpus_size"):
         if contract[field] < 1:
             raise ValueError(f"{CONTRACT} field {field!r} must be an integer >= 1, got {contract[field]}")
@@ -137,7 +155,15 @@ def _check_fields(contract: dict) -> None:
         raise ValueError(f"{CONTRACT} field 'data_sha256' must list exactly {', '.join(FILES)}")
     if set(contract["run_files"]) != set(RUN_FILES):
         raise ValueError(f"{CONTRACT} field 'run_files' must list exactly {', '.join(RUN_FILES)}")
-    for field in ("files", "run_files", "data_sha256"):
+    unknown = next((k for k in contract["evaluations"] if k not in EVALUATION_FILES), None)
+    if unknown is not None:
+        raise ValueError(f"{CONTRACT} field 'evaluations' lists {unknown!r}; only {', '.join(EVALUATION_FILES)} "
+                         "may be listed")
+    for split in ("val", "test"):
+        if len(set(evaluation_files(split)) & set(contract["evaluations"])) == 1:
+            raise ValueError(f"{CONTRACT} field 'evaluations' lists only one of "
+                             f"{' and '.join(evaluation_files(split))}")
+    for field in ("files", "run_files", "data_sha256", "evaluations"):
         bad = next((k for k, v in contract[field].items() if not _is_sha(v)), None)
         if bad is not None:
             raise ValueError(f"{CONTRACT} field {field!r}: the entry for {bad!r} is not a SHA-256 hex digest")
@@ -197,18 +223,17 @@ def _check_against_model(run: Path, model_dir: Path, contract: dict) -> None:
                          f"{where} has a maximum sequence length of {max_length}")
 
 
-def verify_contract(run: str | Path) -> dict:
+def verify_contract(run: str | Path, *, replacing: tuple[str, ...] = ()) -> dict:
     """Read the contract and check it; raise ValueError naming the file (and field) of the first problem.
 
     Checks, in order: the run is sealed (``complete``); every field has its type and range;
-    ``model_dir`` stays inside the run; every listed file exists with its SHA-256; no other
-    file is in the run (only evaluate's ``{split}_metrics.json`` and ``{split}_rankings.json``
-    may be added) and no symbolic link; instruction, templates and max_length agree with the
-    saved model; the body matches ``contract_sha256``.
+    ``model_dir`` stays inside the run; every listed file (evaluate's included) exists with its
+    SHA-256; no other file is in the run and no symbolic link; instruction, templates and
+    max_length agree with the saved model; the body matches ``contract_sha256``. ``replacing``
+    names evaluation files that may be present unlisted because the caller is about to replace
+    them (the leftovers of an evaluation that was killed before it was recorded).
     """
-    run = Path(run)
-    if not run.is_dir():
-        raise ValueError(f"run folder {str(run)!r} does not exist or is not a folder")
+    run = validate.folder("run folder", run)
     path = run / CONTRACT
     if not path.is_file():
         raise ValueError(f"run folder {str(run)!r} has no {CONTRACT}: it is not a finished training run")
@@ -224,7 +249,7 @@ def verify_contract(run: str | Path) -> dict:
     if not model_dir.is_dir():
         raise ValueError(f"{CONTRACT} field 'model_dir' names {contract['model_dir']!r}, which is not a folder "
                          f"in {str(run)!r}")
-    listed = {**contract["files"], **contract["run_files"]}
+    listed = {**contract["files"], **contract["run_files"], **contract["evaluations"]}
     for name, digest in listed.items():
         file = _inside(run, name, f"'files' entry {name!r}")
         if not file.is_file():
@@ -233,9 +258,12 @@ def verify_contract(run: str | Path) -> dict:
             if name in RUN_FILES:
                 raise ValueError(f"{name} does not match its SHA-256 in {CONTRACT} (field 'run_files'): it "
                                  "changed after training")
+            if name in EVALUATION_FILES:
+                raise ValueError(f"{name} does not match its SHA-256 in {CONTRACT} (field 'evaluations'): it "
+                                 "changed after evaluate wrote it; the run's evaluation can no longer be trusted")
             raise ValueError(f"{name} does not match its SHA-256 in {CONTRACT}: the model or index changed "
                              "after training; rebuild the index instead of mixing them")
-    _refuse_unknown_files(run, set(listed), contract["model_dir"])
+    _refuse_unknown_files(run, set(listed) | set(replacing), contract["model_dir"])
     _check_against_model(run, model_dir, contract)  # the model's config files are known-good by now
     if contract_digest(contract) != contract["contract_sha256"]:
         raise ValueError(f"{CONTRACT} does not match its own digest (field 'contract_sha256'): the contract was "
@@ -248,7 +276,7 @@ def _unlistable(err: OSError):
 
 
 def _refuse_unknown_files(run: Path, listed: set[str], model_dir: str) -> None:
-    allowed = listed | {CONTRACT, *EVALUATION_FILES}
+    allowed = listed | {CONTRACT}
     for folder, dirs, files in os.walk(run, onerror=_unlistable):
         for name in sorted(dirs) + sorted(files):
             path = Path(folder, name)
@@ -256,6 +284,11 @@ def _refuse_unknown_files(run: Path, listed: set[str], model_dir: str) -> None:
             if path.is_symlink():
                 raise ValueError(f"{rel} in {str(run)!r} is a symbolic link: a run folder holds plain files only")
             if name in files and rel not in allowed:
+                if rel in EVALUATION_FILES:
+                    split = rel.partition("_")[0]
+                    raise ValueError(f"{rel} is in the run folder but not listed in {CONTRACT} (field 'evaluations'): "
+                                     "an evaluation stopped before it was recorded, or a file put there by hand; "
+                                     f"run evaluate --split {split} again to replace it, or remove it")
                 if rel.startswith(model_dir + "/"):
                     raise ValueError(f"{rel} is in the model folder but not in {CONTRACT}: refusing an unknown file")
                 raise ValueError(f"{rel} is in the run folder but not listed in {CONTRACT}: refusing an unknown "

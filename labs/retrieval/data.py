@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labs.retrieval import validate
-from labs.retrieval.files import build_atomically, write_json
+from labs.retrieval.files import build_atomically, named, write_json
 from labs.retrieval.instruction import has_instruction
 
 __all__ = ["SPLITS", "FILES", "DataError", "RetrievalData", "write_dataset", "read_jsonl", "validate_rows",
@@ -81,8 +81,9 @@ def write_dataset(data: RetrievalData, folder: str | Path, what: str = "folder",
     folder = validate.new_path(folder, what)
     with build_atomically(folder, what) as tmp:
         for name, rows in zip(FILES, (data.corpus, data.queries, data.train_pairs)):
-            (tmp / name).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
-                                    encoding="utf-8")
+            with named(tmp / name):
+                (tmp / name).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
+                                        encoding="utf-8")
         for name, obj in (extra or {}).items():
             write_json(tmp / name, obj)
     return folder
@@ -115,8 +116,12 @@ def _encodable(text: str) -> bool:
 
 def _read_bytes(path: Path) -> bytes:
     """The bytes of a data file; DataError naming it when it is missing or unreadable."""
+    if path.is_dir():
+        raise DataError(path.name, None, f"{str(path)!r} is a folder, not a file: the data folder needs the file "
+                        f"{path.name} itself")
     if not path.is_file():
-        raise DataError(path.name, None, f"file not found at {str(path)!r}")
+        what = "is not a regular file" if path.exists() else "not found"
+        raise DataError(path.name, None, f"file {what} at {str(path)!r}")
     try:
         return path.read_bytes()
     except OSError as err:
@@ -132,9 +137,18 @@ def _lines(name: str, data: bytes):
             yield n, raw.decode("utf-8")
         except UnicodeDecodeError as err:
             raise DataError(name, n, f"byte 0x{raw[err.start]:02x} at byte offset {offset + err.start} of the "
-                            f"file (column {err.start + 1} of the line) is not valid UTF-8; save the file as "
-                            "UTF-8") from None
+                            f"file (column {err.start + 1} of the line) is not valid UTF-8; "
+                            f"{_encoding_hint(data)}") from None
         offset += len(raw) + 1
+
+
+def _encoding_hint(data: bytes) -> str:
+    """What to do about a file that is not UTF-8, from its first bytes."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "the file is UTF-16 (it starts with a UTF-16 byte-order mark): save it as UTF-8"
+    if data.startswith(b"\x1f\x8b"):
+        return "the file is gzip-compressed: decompress it first"
+    return "save the file as UTF-8"
 
 
 def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
@@ -148,6 +162,27 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
     return _parse(path.name, _read_bytes(path))
 
 
+#: Fields that hold ids and labels: printed by the tool (search prints doc ids one per line), so a
+#: control character or other unprintable character (a newline, a tab, U+202E) is refused at load.
+_ID_FIELDS = ("doc_id", "query_id", "relevant_doc_ids", "group", "split")
+
+_ONE_OBJECT_PER_LINE = "each line of a .jsonl file must be one whole JSON object (JSON Lines)"
+
+
+def _format_hint(data: bytes, n: int, line: str) -> str:
+    """Why a line is not JSON, when the whole file is in another format: a JSON array, an object
+    spread over several lines (pretty-printed), or old Mac line ends (CR only)."""
+    if b"\r" in data and b"\n" not in data.rstrip(b"\r\n"):
+        return (f"; the file's lines end in CR only (old Mac line ends), so it reads as one line: "
+                f"{_ONE_OBJECT_PER_LINE}, ended by LF or CRLF")
+    first = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if first == b"[":
+        return f"; the file looks like one JSON array: {_ONE_OBJECT_PER_LINE}, not a list of them"
+    if line.strip() in ("{", "}", "[", "]") or line.rstrip().endswith((",", "{", "[")):
+        return f"; the object seems to be spread over several lines (pretty-printed): {_ONE_OBJECT_PER_LINE}"
+    return f"; {_ONE_OBJECT_PER_LINE}"
+
+
 def _parse(name: str, data: bytes) -> list[tuple[int, dict]]:
     """`read_jsonl` on a file's bytes; ``name`` is the file name (it selects the schema)."""
     schema = _SCHEMA.get(name)
@@ -159,13 +194,15 @@ def _parse(name: str, data: bytes) -> list[tuple[int, dict]]:
         try:
             row = json.loads(line, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as err:
-            raise DataError(path.name, n, f"malformed JSON ({err.msg} at column {err.colno})") from None
+            raise DataError(path.name, n, f"malformed JSON ({err.msg} at column {err.colno})"
+                            f"{_format_hint(data, n, line)}") from None
         except ValueError as err:
             raise DataError(path.name, n, str(err)) from None
         except RecursionError:
             raise DataError(path.name, n, "JSON nested too deeply") from None
         if not isinstance(row, dict):
-            raise DataError(path.name, n, f"expected a JSON object, got {type(row).__name__}")
+            hint = _format_hint(data, n, line) if isinstance(row, list) else ""
+            raise DataError(path.name, n, f"expected a JSON object, got {type(row).__name__}{hint}")
         for field, kind in (schema or {}).items():
             if field not in row:
                 raise DataError(path.name, n, f"missing field {field!r}")
@@ -179,6 +216,11 @@ def _parse(name: str, data: bytes) -> list[tuple[int, dict]]:
                 if isinstance(text, str) and not _encodable(text):
                     raise DataError(path.name, n, f"field {field!r} holds an unpaired surrogate escape (like "
                                     "\\ud800): not a character")
+                if field in _ID_FIELDS and isinstance(text, str) and not text.isprintable():
+                    bad = next(c for c in text if not c.isprintable())
+                    raise DataError(path.name, n, f"field {field!r} holds {text!r}, with the unprintable character "
+                                    f"{bad!r}: ids and labels are printed, so they may not hold control characters "
+                                    "(newline, tab, ...) or other invisible ones")
         rows.append((n, row))
     return rows
 
@@ -293,12 +335,12 @@ def _check_texts_stay_in_one_split(corpus: list[tuple[int, dict]], queries: list
 def load_dataset(folder: str | Path) -> RetrievalData:
     """Read and validate the three JSONL files of a data folder; the result carries the SHA-256 of
     the bytes read (`RetrievalData.sha256`)."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise ValueError(f"data folder {str(folder)!r} {what}")
+    folder = validate.folder("data folder", folder)
     raw = {name: _read_bytes(folder / name) for name in FILES}
     corpus, queries, pairs = (_parse(name, raw[name]) for name in FILES)
+    for name, rows in zip(FILES, (corpus, queries, pairs)):
+        if not rows:
+            raise DataError(name, None, "the file has no rows (it is empty or blank): one JSON object per line")
     validate_rows(corpus, queries, pairs)
     return RetrievalData([r for _, r in corpus], [r for _, r in queries], [r for _, r in pairs],
                          {name: hashlib.sha256(data).hexdigest() for name, data in raw.items()})

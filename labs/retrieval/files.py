@@ -1,11 +1,20 @@
-"""Writing output without ever leaving half of it: locks, whole folders, whole files.
+"""Writing output without ever leaving half of it: locks, whole folders, whole files, nothing left behind.
 
 - `build_atomically` builds a folder in a temporary sibling and renames it into place
   only when everything is written; a lock refuses a second builder at once.
+- `exclusive`: a lock file held for one process, removed when it is done; `new_parents`: missing
+  folders made for an output, removed again if the command fails.
+- `temporary_folder`: a scratch folder that is removed whatever happens; `move_together`: files
+  written there moved into a folder, all or none, the last one the commit.
 - `write_json`: a whole JSON file or none, returning the SHA-256 of what it wrote;
-  `file_sha256`: the SHA-256 of a file's bytes.
+  `file_sha256`: the SHA-256 of a file's bytes; `named`: a failed write names its file.
+- `remove_leftovers`: removes whatever this process made and did not finish (the command line
+  calls it when a signal stops a command, and at the end of every command).
 
-Output paths are checked before any work by `labs.retrieval.validate.new_path`.
+Every temporary thing (lock file, partial folder, scratch folder, hidden ``.tmp-`` file, a
+missing parent folder made for ``--out``) is created with the stop signals held and recorded at
+once, so a signal can never leave one behind unrecorded. Output paths are checked before any
+work by `labs.retrieval.validate.new_path`.
 """
 
 from __future__ import annotations
@@ -20,49 +29,206 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-__all__ = ["RunLocked", "COMMITTED", "exclusive", "build_atomically", "write_json", "file_sha256"]
+__all__ = ["RunLocked", "COMMITTED", "exclusive", "new_parents", "build_atomically", "temporary_folder",
+           "move_together", "write_json", "file_sha256", "named", "STOP_SIGNALS", "stop_signals", "signals_held",
+           "held", "leftovers", "remove_leftovers"]
 
-#: Every folder `build_atomically` has moved into place in this process: from then on it is complete,
-#: and a signal that arrives before the command returns has nothing left to stop.
+#: Every output put in place in this process (a folder by `build_atomically`, files by `move_together`,
+#: a file by the command line): from then on it is complete, and a signal that arrives before the
+#: command returns has nothing left to stop.
 COMMITTED: list[Path] = []
+
+#: What this process has made and not yet finished, oldest first: path -> "tree" (a folder and its
+#: contents), "file", or "dir" (a folder made for a missing parent, removed only while empty).
+_LEFT: dict[str, str] = {}
 
 
 class RunLocked(ValueError):
     """Another process is building the same output folder."""
 
 
+#: The signals that stop a command, by name: Ctrl-C, kill's default, a closed terminal, Ctrl-\\, the
+#: user signals and alarms (whose default is to end the process too) and a CPU-time limit.
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGXCPU")
+
+
+def stop_signals() -> list:
+    """The `STOP_SIGNALS` this platform has, as signal numbers."""
+    import signal
+
+    return [getattr(signal, name) for name in STOP_SIGNALS if hasattr(signal, name)]
+
+
+#: How many `signals_held` blocks are open, and the stop signals that arrived meanwhile.
+_HOLDING: list[int] = []
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold the stop signals for a few steps that must not be cut in half (creating and recording a
+    temporary file, renames, writing and recording finished output): a signal that arrives
+    meanwhile is noted by the handler (`held`) and raised again when the block ends.
+
+    This is done in Python, not with the signal mask: in a process with other threads (torch's,
+    the tokenizers'), the kernel hands a signal to any thread that does not block it, and Python
+    runs its handler in the main thread all the same."""
+    _HOLDING.append(0)
+    try:
+        yield
+    finally:
+        _HOLDING.pop()
+        if not _HOLDING and _PENDING:
+            import signal
+
+            signum = _PENDING[0]
+            _PENDING.clear()
+            signal.raise_signal(signum)  # now it may stop the command (or find it complete)
+
+
+_PENDING: list[int] = []
+
+
+def held(signum: int) -> bool:
+    """For a signal handler: True (and the signal noted, to be raised again) inside `signals_held`."""
+    if _HOLDING:
+        if signum not in _PENDING:
+            _PENDING.append(signum)
+        return True
+    return False
+
+
+def _remove(path: str, kind: str) -> None:
+    with contextlib.suppress(OSError):
+        if kind == "tree":
+            shutil.rmtree(path)
+        elif kind == "file":
+            os.unlink(path)
+        else:
+            os.rmdir(path)  # a parent folder this process made: only while it is still empty
+    _LEFT.pop(path, None)
+
+
+def leftovers() -> frozenset[str]:
+    """What this process has made and not yet finished, now (paths)."""
+    return frozenset(_LEFT)
+
+
+def remove_leftovers(keep: frozenset[str] = frozenset()) -> None:
+    """Remove everything this process made and did not finish (newest first), except ``keep`` (what
+    was already there when a command started, made by its caller): what a stopped command leaves.
+    Safe to call at any time; finished output is never in the list."""
+    for path, kind in reversed(list(_LEFT.items())):
+        if path not in keep:
+            _remove(path, kind)
+
+
+@contextlib.contextmanager
+def named(path: str | Path) -> Iterator[None]:
+    """An OSError raised inside (a full disk, a file size limit) names ``path`` if it names no file."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is not None:
+            raise
+        if err.errno is None:
+            raise OSError(f"{path}: {err}") from err
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from err
+
+
+def _grab(handle) -> None:
+    """Lock an open file for this process without waiting; OSError if another process holds it."""
+    try:
+        import fcntl  # Unix
+    except ImportError:  # Windows: lock one byte of the file
+        import msvcrt
+
+        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+    else:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
 @contextlib.contextmanager
 def exclusive(path: Path, what: str) -> Iterator[None]:
     """Hold the lock file ``path`` for this process, or raise `RunLocked` naming ``what`` at once.
 
-    The file is removed at the end; the kernel releases the lock if the process dies (a stale
-    file is taken over by the next process)."""
-    handle = open(path, "a+")
-    try:
+    The file is removed at the end, whatever happens; the kernel releases the lock if the process
+    dies (a stale file is taken over by the next process)."""
+    path = Path(path)
+    with signals_held():
         try:
-            import fcntl  # Unix
-        except ImportError:  # Windows: lock one byte of the file
-            import msvcrt
-
-            def grab() -> None:
-                msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
-        else:
-            def grab() -> None:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            handle = open(path, "a+")
+        except OSError as err:
+            raise ValueError(f"{what}: cannot create files in {str(path.parent)!r} ({err.strerror})") from None
         try:
-            grab()
+            _grab(handle)
             if not path.exists() or os.stat(path).st_ino != os.fstat(handle.fileno()).st_ino:
                 raise OSError("the lock file was removed by its last holder")
         except OSError:
+            handle.close()
             raise RunLocked(f"{what} is being written by another process now ({path.name} is held); wait "
                             "for it or choose another folder") from None
-        try:
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                path.unlink()  # while still held: a later process makes a fresh one
+        _LEFT[str(path)] = "file"
+    try:
+        yield
     finally:
-        handle.close()
+        with signals_held():
+            _remove(str(path), "file")  # while still held: a later process makes a fresh one
+            handle.close()
+
+
+@contextlib.contextmanager
+def new_parents(folder: Path) -> Iterator[None]:
+    """Make the missing folders down to ``folder``; if the block fails, remove the ones made here
+    (those still empty), so a failed command leaves no new folder behind."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    made = []
+    try:
+        for path in reversed(missing):
+            with signals_held():
+                try:
+                    path.mkdir()
+                except FileExistsError:
+                    continue  # made by someone else meanwhile: not ours to remove
+                _LEFT[str(path)] = "dir"
+                made.append(str(path))
+        yield
+    except BaseException:
+        for path in reversed(made):
+            _remove(path, "dir")
+        raise
+    for path in made:  # the output is in place inside them: they are the user's now
+        _LEFT.pop(path, None)
+
+
+@contextlib.contextmanager
+def temporary_folder(prefix: str, parent: str | Path | None = None,
+                     stands_for: str | Path | None = None) -> Iterator[Path]:
+    """A new private folder (in the system's temporary folder unless ``parent`` is given), removed
+    with everything in it when the block ends, however it ends. With ``stands_for``, a failed
+    write inside names its file as it would be in that folder (where the user will look)."""
+    with signals_held():
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        _LEFT[str(path)] = "tree"
+    try:
+        yield path
+    except OSError as err:
+        moved = err if stands_for is None else _relocated(err, path, Path(stands_for))
+        if moved is err:
+            raise
+        raise moved from err
+    finally:
+        _remove(str(path), "tree")
+
+
+def _relocated(err: OSError, inside: Path, to: Path) -> OSError:
+    """``err`` naming the file under ``to`` that it named under the temporary folder ``inside``."""
+    name = str(err.filename or "")
+    if not name.startswith(str(inside)) or err.errno is None:
+        return err
+    return OSError(err.errno, err.strerror, str(to) + name[len(str(inside)):])
 
 
 @contextlib.contextmanager
@@ -71,69 +237,79 @@ def build_atomically(out: str | Path, what: str = "--out") -> Iterator[Path]:
 
     A lock file ``.NAME.lock`` next to ``out`` makes a second builder of the same ``out`` fail at
     once (`RunLocked`). If the block raises or the process is interrupted, ``out`` is left as it
-    was and the temporary folder is removed; one left by a killed process (``.NAME.partial-*``)
-    is removed by the next builder. An ``out`` that does not exist is created by renaming the
-    finished folder; an existing empty folder is kept as it is (its mode, its owner, a shell
-    standing in it) and receives the finished files. ``out`` was checked by the caller
+    was, the temporary folder is removed, and so are the missing parent folders made for it; one
+    left by a killed process (``.NAME.partial-*``) is removed by the next builder. An ``out`` that
+    does not exist is created by renaming the finished folder; an existing empty folder is kept as
+    it is (its mode, its owner, a shell standing in it) and receives the finished files. A failed
+    write names the file as it would have been in ``out``. ``out`` was checked by the caller
     (`labs.retrieval.validate.new_path`); only a race with another writer is checked here.
     """
-    out = Path(out).absolute()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with exclusive(out.parent / f".{out.name}.lock", f"{what} {str(out)!r}"):
+    out = Path(os.path.abspath(out))
+    with new_parents(out.parent), exclusive(out.parent / f".{out.name}.lock", f"{what} {str(out)!r}"):
         if out.exists() and (not out.is_dir() or any(out.iterdir())):  # another writer finished first
             raise ValueError(f"{what} {str(out)!r} was written by another process meanwhile; nothing was "
                              "overwritten")
         for stale in out.parent.glob(f".{out.name}.partial-*"):
             shutil.rmtree(stale, ignore_errors=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-        try:
+        with temporary_folder(f".{out.name}.partial-", out.parent, stands_for=out) as tmp:
             if not out.exists():
                 umask = os.umask(0o22)
                 os.umask(umask)
                 tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; a new folder gets the usual mode
             yield tmp
-            with _signals_held():
+            with signals_held():
                 if out.exists():
                     for child in sorted(tmp.iterdir()):
                         child.rename(out / child.name)
                 else:
                     tmp.rename(out)
                 COMMITTED.append(out)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP for a few renames that must not be cut in half (Unix, main thread)."""
-    import signal
-    import threading
-
-    held = {signal.SIGINT, signal.SIGTERM} | ({signal.SIGHUP} if hasattr(signal, "SIGHUP") else set())
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+def move_together(staged: Path, folder: Path, names: list[str]) -> None:
+    """Move the files ``names`` from ``staged`` into ``folder`` (replacing any there), in order, with
+    the stop signals held. The last one is the commit: if a move fails, the ones already moved are
+    removed again, so ``folder`` gains nothing (its last file, replaced atomically, is unchanged)."""
+    moved = []
+    with signals_held():
+        try:
+            for name in names:
+                os.replace(staged / name, folder / name)
+                moved.append(folder / name)
+            COMMITTED.append(folder)
+        except OSError as err:
+            for path in moved:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            raise _relocated(err, staged, folder) from err
 
 
 def write_json(path: Path, obj) -> str:
     """Write ``obj`` as indented UTF-8 JSON with a final newline, whole or not at all (a hidden
-    sibling renamed into place); return the SHA-256 of the bytes written."""
+    sibling renamed into place); return the SHA-256 of the bytes written. A failed write names
+    ``path`` and leaves nothing."""
+    path = Path(path)
     data = (json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with open(tmp, "xb") as f:
+        with signals_held():
+            f = open(tmp, "xb")
+            _LEFT[str(tmp)] = "file"
+        with named(path), f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        with signals_held():
+            os.replace(tmp, path)
+            _LEFT.pop(str(tmp), None)
+    except OSError as err:
+        moved = _relocated(err, tmp, path)
+        if moved is err:
+            raise
+        raise moved from err
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        if str(tmp) in _LEFT:
+            _remove(str(tmp), "file")
     return hashlib.sha256(data).hexdigest()
 
 

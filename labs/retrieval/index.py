@@ -21,7 +21,8 @@ corpus_ids.json           the N doc ids, row order of the embeddings
 validation_rankings.json  query id -> top 10 doc ids on validation
 metrics.json              configuration, validation history, data hashes, memory
 {split}_metrics.json      written only by `evaluate` (never overwritten), with
-{split}_rankings.json     the top 10 doc ids of each query of that split
+{split}_rankings.json     the top 10 doc ids of each query of that split; both
+                          listed with their SHA-256 in the contract's ``evaluations``
 ========================  =====================================================
 
 Writing order (the trainer's, inside the folder it is still building): ``best/``,
@@ -43,15 +44,15 @@ from pathlib import Path
 import numpy as np
 
 from labs.retrieval import validate
-from labs.retrieval.contract import CONTRACT, FORMAT, verify_contract
+from labs.retrieval.contract import CONTRACT, FORMAT, evaluation_files, record_evaluation, verify_contract
 from labs.retrieval.data import RetrievalData, load_dataset
-from labs.retrieval.files import exclusive, file_sha256, write_json
+from labs.retrieval.files import exclusive, file_sha256, move_together, named, temporary_folder, write_json
 from labs.retrieval.instruction import QUERY_TEMPLATE, format_query
 from labs.retrieval.metrics import rank_documents, retrieval_metrics
 from labs.retrieval.progress import show_progress
 
-__all__ = ["encode_texts", "encode_queries", "model_pooling", "rank_queries", "rank_split", "IndexWritten", "write_index", "load_index", "search",
-           "evaluate"]
+__all__ = ["encode_texts", "encode_queries", "model_pooling", "rank_queries", "rank_split", "IndexWritten",
+           "write_index", "load_index", "search", "evaluate"]
 
 KS = (1, 5, 10)
 
@@ -123,7 +124,7 @@ def write_index(run: str | Path, model, *, instruction: str | None, max_length: 
     run = Path(run)
     emb = encode_texts(model, [d["text"] for d in corpus], batch_size)
     ids = [d["doc_id"] for d in corpus]
-    with open(run / "corpus_embeddings.npy", "wb") as f:
+    with open(run / "corpus_embeddings.npy", "wb") as f, named(run / "corpus_embeddings.npy"):
         np.save(f, emb)
     files = {name: file_sha256(run / name) for name in _model_files(run)}
     files["corpus_embeddings.npy"] = file_sha256(run / "corpus_embeddings.npy")
@@ -151,14 +152,15 @@ def write_index(run: str | Path, model, *, instruction: str | None, max_length: 
     return IndexWritten(contract, emb, ids)
 
 
-def load_index(run: str | Path, device: str = "cpu"):
-    """Verify the contract, then return (model, contract, corpus embeddings, corpus ids).
+def load_index(run: str | Path, device: str = "cpu", contract: dict | None = None):
+    """Verify the contract (unless the caller passes the one it has just verified), then return
+    (model, contract, corpus embeddings, corpus ids).
 
     ``device`` is trusted (`search` and `evaluate` check it)."""
     from sentence_transformers import SentenceTransformer
 
+    contract = verify_contract(run) if contract is None else contract
     run = Path(run)
-    contract = verify_contract(run)
     model = SentenceTransformer(str(run / contract["model_dir"]), device=device, trust_remote_code=False,
                                 local_files_only=True)
     if model.max_seq_length != contract["max_length"]:
@@ -186,6 +188,7 @@ def search(run: str | Path, query: str, k: int = 5, device: str = "cpu") -> list
     validate.device("device", device)
     if not isinstance(query, str) or not query.strip():
         raise ValueError(f"query must be a non-empty string, got {query!r}")
+    validate.text("query", query)
     format_query(query, None)  # refuses a query that already carries an instruction, before loading anything
     model, contract, emb, ids = load_index(run, device)
     q = encode_queries(model, [query], contract["instruction"])[0]
@@ -197,25 +200,28 @@ def search(run: str | Path, query: str, k: int = 5, device: str = "cpu") -> list
 
 def evaluate(run: str | Path, data: str | Path, split: str = "val", device: str = "cpu",
              batch_size: int = 32) -> dict:
-    """Score one split of ``data`` against a verified run; write ``{split}_rankings.json`` and then
-    ``{split}_metrics.json`` (the mark that the split was evaluated) into the run.
+    """Score one split of ``data`` against a verified run; add ``{split}_rankings.json`` and
+    ``{split}_metrics.json`` to the run and record their SHA-256 in its contract (field
+    ``evaluations``), so that an edited evaluation file is refused like any other.
 
     Refuses data whose corpus.jsonl or queries.jsonl differs from the files the run was trained
     on (SHA-256 in the contract), a split evaluated already (nothing is overwritten), and a
-    second evaluation of the same run running at the same time. Both files are written whole;
-    an evaluation stopped before its metrics were written can simply be run again.
+    second evaluation of the same run running at the same time. The two files and the renewed
+    contract are written aside and moved in together; the contract, moved last, is what makes
+    the evaluation count, so an evaluation that fails or is stopped changes nothing and can
+    simply be run again.
     """
-    run, data_dir = Path(run), Path(data)
+    run = validate.folder("run folder", run)
     validate.choice("split", split, ("val", "test"))
     validate.integer("batch_size", batch_size, 1)
     validate.device("device", device)
-    out_metrics, out_rankings = run / f"{split}_metrics.json", run / f"{split}_rankings.json"
+    names = evaluation_files(split)
     with exclusive(run.parent / f".{run.name}.lock", f"run folder {str(run)!r}"):
-        if out_metrics.exists():
-            raise ValueError(f"{out_metrics.name} already exists in {str(run)!r}: the {split} split was evaluated "
+        contract = verify_contract(run, replacing=names)
+        if names[0] in contract["evaluations"]:
+            raise ValueError(f"{names[0]} already exists in {str(run)!r}: the {split} split was evaluated "
                              "already; nothing was overwritten")
-        contract = verify_contract(run)
-        dataset = load_dataset(data_dir)
+        dataset = load_dataset(data)
         if dataset.sha256["corpus.jsonl"] != contract["corpus_sha256"]:
             raise ValueError(f"corpus.jsonl differs from the corpus this index was built from (SHA-256 mismatch "
                              f"with {CONTRACT} field 'corpus_sha256')")
@@ -223,8 +229,11 @@ def evaluate(run: str | Path, data: str | Path, split: str = "val", device: str 
             raise ValueError(f"queries.jsonl differs from the one this run was trained with (SHA-256 mismatch with "
                              f"{CONTRACT} field 'data_sha256'): queries edited after training are not scored; "
                              "nothing was evaluated")
-        model, contract, emb, ids = load_index(run, device)
+        model, contract, emb, ids = load_index(run, device, contract)
         metrics, rankings = rank_split(model, contract["instruction"], emb, ids, dataset, split, batch_size)
-        write_json(out_rankings, rankings)
-        write_json(out_metrics, {"split": split, "queries": len(rankings), **metrics})
+        with temporary_folder(f".{run.name}.eval-", run.parent, stands_for=run) as staged:
+            written = {names[1]: write_json(staged / names[1], rankings),
+                       names[0]: write_json(staged / names[0], {"split": split, "queries": len(rankings), **metrics})}
+            write_json(staged / CONTRACT, record_evaluation(contract, written))
+            move_together(staged, run, [*written, CONTRACT])  # the contract last: the evaluation counts now
     return metrics

@@ -35,6 +35,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from labs.retrieval import validate
+
 __all__ = [
     "recall_at_k",
     "mrr_at_k",
@@ -129,26 +131,25 @@ def rank_documents(scores: np.ndarray, doc_ids: Sequence[str], query_ids: Sequen
                    k: int | None = None) -> dict[str, list[str]]:
     """Rank the N documents for each of Q queries from a (Q, N) score table, best first.
 
-    Equal scores are ordered by ascending doc id. Returns the top ``k`` (all if None).
+    Equal scores are ordered by ascending doc id. Returns the top ``k`` (all if None). Ids must be
+    distinct strings (they are returned as given, never converted); ``scores`` must be real and
+    finite (a tensor that requires grad is refused: detach it).
     """
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.ndim != 2 or scores.shape != (len(query_ids), len(doc_ids)):
+    doc_ids, query_ids = validate.ids("doc_ids", doc_ids), validate.ids("query_ids", query_ids)
+    scores = validate.scores("scores", scores)
+    if scores.shape != (len(query_ids), len(doc_ids)):
         raise ValueError(f"scores must have shape (len(query_ids), len(doc_ids)) = "
                          f"({len(query_ids)}, {len(doc_ids)}), got {scores.shape}")
     if not np.all(np.isfinite(scores)):
         raise ValueError("scores contains NaN or infinite entries")
-    for name, ids in (("doc_ids", doc_ids), ("query_ids", query_ids)):
-        if len(set(ids)) != len(ids):
-            twice = next(x for i, x in enumerate(ids) if x in list(ids)[:i])
-            raise ValueError(f"{name} lists {twice!r} twice: ids must be unique")
     if k is not None:
         _check_k(k, "k (None for all)")
-    ids = np.asarray(doc_ids, dtype=object)
-    by_id = np.argsort(ids.astype(str), kind="stable")  # ascending doc id
+    by_id = sorted(range(len(doc_ids)), key=doc_ids.__getitem__)  # ascending doc id
+    by_id = np.asarray(by_id, dtype=np.int64)
     out = {}
     for qid, row in zip(query_ids, scores):
         order = by_id[np.argsort(-row[by_id], kind="stable")]  # descending score, ties by doc id
-        out[qid] = [str(d) for d in ids[order[:k]]]
+        out[qid] = [doc_ids[i] for i in order[:k]]
     return out
 
 
@@ -156,6 +157,9 @@ def tfidf_scores(corpus_texts: Sequence[str], query_texts: Sequence[str]) -> np.
     """Cosine similarities (Q, N) of TF-IDF vectors (unigrams and bigrams) fitted on the corpus."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
+    corpus_texts, query_texts = validate.texts("corpus_texts", corpus_texts), validate.texts("query_texts", query_texts)
+    if not corpus_texts:
+        raise ValueError("corpus_texts is empty: there is nothing to rank")
     vectorizer = TfidfVectorizer(ngram_range=(1, 2))
     docs = vectorizer.fit_transform(list(corpus_texts))
     queries = vectorizer.transform(list(query_texts))
@@ -171,6 +175,7 @@ def bm25_scores(corpus_texts: Sequence[str], query_texts: Sequence[str]) -> np.n
     """
     import bm25s
 
+    corpus_texts, query_texts = validate.texts("corpus_texts", corpus_texts), validate.texts("query_texts", query_texts)
     if len(corpus_texts) == 0:
         raise ValueError("corpus_texts is empty: there is nothing to rank")
     corpus_tokens = bm25s.tokenize(list(corpus_texts), show_progress=False)

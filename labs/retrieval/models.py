@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -184,6 +185,12 @@ def save_model(model, folder: str | Path, prompt: str) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         model.save(str(tmp), create_model_card=False)
+    except Exception as err:  # a full disk or a size limit, said by safetensors in its own words
+        found = re.search(r"os error (\d+)", str(err))
+        if isinstance(err, OSError) or found is None:
+            raise
+        code = int(found.group(1))
+        raise OSError(code, os.strerror(code), str(folder / "model.safetensors")) from err
     finally:
         model.prompts = before
     shutil.rmtree(folder, ignore_errors=True)

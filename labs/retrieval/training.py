@@ -51,7 +51,7 @@ from labs.retrieval.contract import seal_run
 from labs.retrieval.data import load_dataset
 from labs.retrieval.device import (PRECISIONS, memory_report, reset_peak, set_determinism, training_precision,
                                    versions)
-from labs.retrieval.files import build_atomically, write_json
+from labs.retrieval.files import build_atomically, temporary_folder, write_json
 from labs.retrieval.index import rank_queries, write_index
 from labs.retrieval.instruction import format_query, instruction_of, query_prompt
 from labs.retrieval.loss import LOSSES, make_loss
@@ -98,8 +98,12 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for field in ("data", "out", "model"):
-            if not isinstance(getattr(self, field), (str, Path)):
-                raise ValueError(f"{_flag(field)} must be a path or a name, got {getattr(self, field)!r}")
+            value = getattr(self, field)
+            if not isinstance(value, (str, Path)):
+                raise ValueError(f"{_flag(field)} must be a path or a name, got {value!r}")
+            if value == "":  # Path("") would be the working folder
+                raise ValueError(f"{_flag(field)} is empty")
+            validate.text(_flag(field), str(value))  # recorded in metrics.json: real text
         validate.new_path(self.out, "--out")
         if self.model not in ("minilm", QWEN3_ID) and not Path(self.model).is_dir():
             raise ValueError(f"--model must be 'minilm', {QWEN3_ID!r} or an existing folder, got {self.model!r}")
@@ -119,8 +123,8 @@ class TrainConfig:
             if self.precision != "fp32" and self.device == "cpu":
                 raise ValueError(f"--precision {self.precision} needs --device cuda; the CPU trains in fp32")
         validate.attention("--attn", self.attn)
-        if self.instruction is not None and not isinstance(self.instruction, str):
-            raise ValueError(f"--instruction must be text, got {self.instruction!r}")
+        if self.instruction is not None:
+            validate.text("--instruction", self.instruction)
         for field in ("hard_negatives", "gradient_checkpointing"):
             if not isinstance(getattr(self, field), bool):
                 raise ValueError(f"{_flag(field)} must be True or False, got {getattr(self, field)!r}")
@@ -136,8 +140,6 @@ def train(config: TrainConfig) -> dict | None:
     and returns the report, the others return None.
     """
     import contextlib
-    import shutil
-    import tempfile
 
     from datasets import Dataset
     from sentence_transformers.sentence_transformer import (SentenceTransformerTrainer,
@@ -148,9 +150,11 @@ def train(config: TrainConfig) -> dict | None:
     cuda = config.device.startswith("cuda")
     deterministic = torch.are_deterministic_algorithms_enabled()
     writing = build_atomically(config.out, "--out") if rank == 0 else contextlib.nullcontext()
-    scratch = tempfile.mkdtemp(prefix="labs-trainer-")  # the trainer's output_dir; nothing is kept there
     try:
-        with writing as folder:  # the lock first: a second run on the same --out is refused at once
+        # The lock first: a second run on the same --out is refused at once. The trainer's output_dir
+        # (nothing is kept there) lives inside the folder being built, so even a killed run leaves it
+        # only there, for the next builder to remove; other processes use the system's temporary folder.
+        with writing as folder, temporary_folder("labs-trainer-", folder) as scratch:
             data = load_dataset(config.data)
             set_determinism(config.seed)
             precision = config.precision or training_precision(config.device)
@@ -186,8 +190,9 @@ def train(config: TrainConfig) -> dict | None:
                 max_grad_norm=1.0, lr_scheduler_type="constant", warmup_steps=0,
                 optim="adamw_torch_fused" if cuda else "adamw_torch", seed=config.seed,
                 batch_sampler=lambda dataset, **_: steps, report_to="none", save_strategy="no", eval_strategy="no",
-                logging_steps=1, disable_tqdm=not show_progress(), use_cpu=not cuda, bf16=precision == "bf16",
-                fp16=precision == "fp16", ddp_backend="gloo" if not cuda and world > 1 else None)
+                logging_steps=1, logging_nan_inf_filter=False,  # a NaN loss is logged as NaN, and stops the run
+                disable_tqdm=not show_progress(), use_cpu=not cuda, bf16=precision == "bf16", fp16=precision == "fp16",
+                ddp_backend="gloo" if not cuda and world > 1 else None)
             corpus = {d["doc_id"]: d["text"] for d in data.corpus}
             qrels = data.qrels("val")
             selector = best_on_validation(model, folder / "best" if folder else None, prompt, plan.epoch_ends)
@@ -237,5 +242,4 @@ def train(config: TrainConfig) -> dict | None:
             progress.stage("sealed")
         return report
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
         torch.use_deterministic_algorithms(deterministic)

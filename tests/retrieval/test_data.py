@@ -224,3 +224,184 @@ def test_missing_folder():
 
 def test_files_constant():
     assert FILES == ("corpus.jsonl", "queries.jsonl", "train_pairs.jsonl")
+
+
+# ---- bad bytes, repeated or leaking texts, instructions: one line naming file and line --------------
+
+
+@pytest.fixture()
+def data(tmp_path) -> Path:
+    return write_dataset(make_helpdesk(), tmp_path / "data")
+
+
+def _rows(folder: Path, name: str) -> list[dict]:
+    return [json.loads(line) for line in (folder / name).read_text().splitlines()]
+
+
+def _write(folder: Path, name: str, rows: list[dict]) -> None:
+    (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def data_refused(folder: Path, message: str) -> None:
+    with pytest.raises(DataError, match=message) as info:
+        load_dataset(folder)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("raw, column", [(b"\xff", 10), (b"\xc3(", 10), (b"\xe2\x82", 10)],
+                         ids=["ff", "bad-continuation", "truncated"])
+def test_a_byte_that_is_not_utf8_names_file_line_and_offset(data, raw, column):
+    lines = (data / "queries.jsonl").read_bytes().split(b"\n")
+    offset = sum(len(line) + 1 for line in lines[:4]) + column - 1
+    lines[4] = lines[4][:column - 1] + raw + lines[4][column - 1:]
+    (data / "queries.jsonl").write_bytes(b"\n".join(lines))
+    data_refused(data, f"queries.jsonl line 5: byte 0x{raw[0]:02x} at byte offset {offset} of the file "
+                       f"\\(column {column} of the line\\) is not valid UTF-8")
+
+
+def test_latin1_text_is_refused_and_a_byte_order_mark_is_accepted(data):
+    (data / "corpus.jsonl").write_bytes(b"\xef\xbb\xbf" + (data / "corpus.jsonl").read_bytes())
+    load_dataset(data)
+    text = (data / "train_pairs.jsonl").read_text().replace("Aster", "Åster")
+    (data / "train_pairs.jsonl").write_bytes(text.encode("latin-1"))
+    data_refused(data, "train_pairs.jsonl line 1: byte 0xc5 at byte offset")
+
+
+@pytest.mark.parametrize("name, field, index", [
+    ("train_pairs.jsonl", "query", 2), ("queries.jsonl", "text", 110), ("queries.jsonl", "text", 0),
+    ("queries.jsonl", "text", 179)], ids=["pair", "val-query", "train-query", "test-query"])
+@pytest.mark.parametrize("prefix", ["Instruct: find the article\nQuery:", "  Instruct:x ", "instruct: "])
+def test_a_query_that_already_carries_the_instruction_is_refused_at_load(data, name, field, index, prefix):
+    rows = _rows(data, name)
+    rows[index][field] = prefix + rows[index][field]
+    _write(data, name, rows)
+    data_refused(data, f"{name} line {index + 1}: field '{field}' already starts with 'Instruct:'")
+
+
+def test_the_same_query_text_in_two_splits_names_both_places(data):
+    queries = _rows(data, "queries.jsonl")
+    val = next(i for i, q in enumerate(queries) if q["split"] == "val")
+    test = next(i for i, q in enumerate(queries) if q["split"] == "test")
+    queries[test]["text"] = "  " + queries[val]["text"].upper()  # case and spacing do not hide it
+    _write(data, "queries.jsonl", queries)
+    data_refused(data, f"queries.jsonl line {test + 1}: the same text is in split 'test' here and in split "
+                       f"'val' at queries.jsonl line {val + 1}")
+
+
+def test_a_training_pair_query_that_is_also_a_held_out_query_is_refused(data):
+    queries, pairs = _rows(data, "queries.jsonl"), _rows(data, "train_pairs.jsonl")
+    val = next(i for i, q in enumerate(queries) if q["split"] == "val")
+    pairs[7]["query"] = queries[val]["text"]
+    _write(data, "train_pairs.jsonl", pairs)
+    data_refused(data, f"train_pairs.jsonl line 8: the same text is in split 'train' here and in split 'val' at "
+                       f"queries.jsonl line {val + 1}")
+
+
+def test_the_same_document_text_in_two_splits_is_refused(data):
+    corpus = _rows(data, "corpus.jsonl")
+    test = next(i for i, d in enumerate(corpus) if d["split"] == "test")
+    corpus[test]["text"] = corpus[0]["text"]
+    _write(data, "corpus.jsonl", corpus)
+    data_refused(data, f"corpus.jsonl line {test + 1}: the same text is in split 'test' here and in split 'train' "
+                       "at corpus.jsonl line 1")
+
+
+def test_the_same_query_text_twice_in_one_split_is_allowed(data):
+    queries = _rows(data, "queries.jsonl")
+    queries[1]["text"] = queries[0]["text"]
+    _write(data, "queries.jsonl", queries)
+    load_dataset(data)
+
+
+def test_a_key_twice_in_one_object_and_a_repeated_relevant_id_are_refused(data, tmp_path):
+    lines = (data / "corpus.jsonl").read_text().splitlines()
+    lines[2] = lines[2][:-1] + ', "text": "another text"}'
+    (data / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    data_refused(data, "corpus.jsonl line 3: field 'text' appears twice in one object")
+    other = write_dataset(make_helpdesk(), tmp_path / "other")
+    queries = _rows(other, "queries.jsonl")
+    queries[5]["relevant_doc_ids"] *= 2
+    _write(other, "queries.jsonl", queries)
+    data_refused(other, "queries.jsonl line 6: relevant_doc_ids lists 'aster-reset' twice")
+
+
+def test_deep_nesting_and_unpaired_surrogates_are_named(data, tmp_path):
+    lines = (data / "corpus.jsonl").read_text().splitlines()
+    lines[3] = "[" * 100_000
+    (data / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    data_refused(data, "corpus.jsonl line 4: (JSON nested too deeply|malformed JSON)")
+    other = write_dataset(make_helpdesk(), tmp_path / "other")
+    lines = (other / "queries.jsonl").read_text().splitlines()
+    lines[2] = lines[2].replace('"text": "', '"text": "\\ud800')
+    (other / "queries.jsonl").write_text("\n".join(lines) + "\n")
+    data_refused(other, "queries.jsonl line 3: field 'text' holds an unpaired surrogate")
+
+
+def test_a_data_path_that_is_a_file(data):
+    with pytest.raises(ValueError, match="is not a folder"):
+        load_dataset(data / "corpus.jsonl")
+
+
+# ---- the file's format: one JSON object per line, ids that can be printed ------------------------
+
+
+def _array_file(folder: Path) -> None:
+    (folder / "corpus.jsonl").write_text(json.dumps(_rows(folder, "corpus.jsonl"), indent=2))
+
+
+def _pretty_object(folder: Path) -> None:
+    rows = _rows(folder, "corpus.jsonl")
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(r, indent=2) + "\n" for r in rows))
+
+
+def _cr_only(folder: Path) -> None:
+    (folder / "queries.jsonl").write_bytes((folder / "queries.jsonl").read_bytes().replace(b"\n", b"\r"))
+
+
+@pytest.mark.parametrize("break_it, message", [
+    (_array_file, "corpus.jsonl line 1: malformed JSON .*; the file looks like one JSON array: each line of a "
+                  ".jsonl file must be one whole JSON object \\(JSON Lines\\)"),
+    (_pretty_object, "corpus.jsonl line 1: malformed JSON .*spread over several lines \\(pretty-printed\\)"),
+    (_cr_only, "queries.jsonl line 1: malformed JSON .*lines end in CR only"),
+], ids=["json-array", "pretty-printed", "cr-only"])
+def test_a_file_in_another_json_format_says_the_format_is_one_object_per_line(data, break_it, message):
+    break_it(data)
+    data_refused(data, message)
+
+
+def test_crlf_line_ends_are_accepted(data):
+    for name in ("corpus.jsonl", "queries.jsonl", "train_pairs.jsonl"):
+        (data / name).write_bytes((data / name).read_bytes().replace(b"\n", b"\r\n"))
+    assert len(load_dataset(data).corpus) == 60
+
+
+def test_a_data_file_that_is_a_folder_says_so(data):
+    (data / "corpus.jsonl").unlink()
+    (data / "corpus.jsonl").mkdir()
+    data_refused(data, "corpus.jsonl: '.*corpus.jsonl' is a folder, not a file")
+
+
+@pytest.mark.parametrize("name, field, value", [
+    ("corpus.jsonl", "doc_id", "evil\n 1. 0.999  fake-doc"), ("corpus.jsonl", "doc_id", "tab\there"),
+    ("corpus.jsonl", "group", "Aster\x1b[31m"), ("queries.jsonl", "query_id", "q\u202e1"),
+    ("corpus.jsonl", "split", "train\r"),
+], ids=["newline", "tab", "escape", "bidi-override", "carriage-return"])
+def test_ids_and_labels_with_control_characters_are_refused_at_load(data, name, field, value):
+    rows = _rows(data, name)
+    rows[3][field] = value
+    _write(data, name, rows)
+    data_refused(data, f"{name} line 4: field '{field}' holds .* with the unprintable character")
+
+
+def test_a_relevant_doc_id_with_a_newline_is_refused(data):
+    rows = _rows(data, "queries.jsonl")
+    rows[0]["relevant_doc_ids"] = ["aster\nreset"]
+    _write(data, "queries.jsonl", rows)
+    data_refused(data, "queries.jsonl line 1: field 'relevant_doc_ids' holds 'aster\\\\nreset'")
+
+
+def test_texts_may_hold_newlines_and_tabs(data):
+    rows = _rows(data, "corpus.jsonl")
+    rows[40]["text"] = "First line.\n\tSecond line."
+    _write(data, "corpus.jsonl", rows)
+    assert load_dataset(data).corpus[40]["text"] == "First line.\n\tSecond line."

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
@@ -158,3 +159,134 @@ def test_bad_rankings_and_qrels():
         rank_documents(np.array([[np.nan, 1.0]]), ["a", "b"], ["q"])
     with pytest.raises(ValueError, match="method must be"):
         baseline_rankings("dense", [], [])
+
+
+# ---- what the metrics refuse: strings for sets, graded judgments, repeated ids -----------------------
+
+
+RANKINGS = {"a": ["d1", "d2", "d3"]}
+
+
+@pytest.mark.parametrize("qrels, message", [
+    ({"a": "d1"}, r"qrels\['a'\] must be a set \(or list\) of relevant doc ids, got str"),
+    ({"a": b"d1"}, "got bytes"),
+    ({"a": ["d1", "d1"]}, r"qrels\['a'\] lists 'd1' twice"),
+    ({"a": {"d1": 1, "d2": 0}}, "got dict; give the ids whose grade counts as relevant"),
+    ({"a": {1, 2}}, r"qrels\['a'\] holds 1 \(int\): doc ids are strings"),
+    ({"a": None}, "got NoneType"),
+    ([("a", {"d1"})], "qrels must be a mapping"),
+], ids=["str", "bytes", "dup-list", "graded-dict", "int-ids", "none", "list-of-pairs"])
+@pytest.mark.parametrize("metric", [recall_at_k, mrr_at_k, ndcg_at_k])
+def test_metrics_refuse_qrels_that_are_not_collections_of_ids(metric, qrels, message):
+    with pytest.raises(ValueError, match=message):
+        metric(RANKINGS, qrels, 3)
+
+
+def test_metrics_accept_sets_lists_and_tuples_alike():
+    values = {recall_at_k(RANKINGS, {"a": rel}, 2) for rel in ({"d2", "d9"}, ["d2", "d9"], ("d9", "d2"),
+                                                               frozenset({"d2", "d9"}))}
+    assert values == {0.5}
+
+
+@pytest.mark.parametrize("rankings", [{"a": "d1d2"}, {"a": ["d1", 2]}, {"a": np.array(["d1"])}])
+def test_metrics_refuse_rankings_that_are_not_lists_of_ids(rankings):
+    with pytest.raises(ValueError, match=r"rankings\['a'\] must be a list of distinct doc ids"):
+        mrr_at_k(rankings, {"a": {"d1"}}, 1)
+
+
+@pytest.mark.parametrize("k", [0, -2, 2.0, True, None, "3", np.float64(1)])
+def test_k_must_be_a_positive_int_everywhere(k):
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
+        ndcg_at_k(RANKINGS, {"a": {"d1"}}, k)
+    if k is not None:
+        with pytest.raises(ValueError, match="k .*must be an integer >= 1"):
+            rank_documents(np.zeros((1, 3)), ["d1", "d2", "d3"], ["a"], k=k)
+    with pytest.raises(ValueError, match="ks"):
+        retrieval_metrics(RANKINGS, {"a": {"d1"}}, [1, k])
+    assert recall_at_k(RANKINGS, {"a": {"d1"}}, np.int64(1)) == 1.0  # NumPy integers are integers
+
+
+def test_rank_documents_refuses_repeated_ids():
+    with pytest.raises(ValueError, match="doc_ids lists 'd1' twice"):
+        rank_documents(np.zeros((1, 3)), ["d1", "d2", "d1"], ["a"])
+    with pytest.raises(ValueError, match="query_ids lists 'a' twice"):
+        rank_documents(np.zeros((2, 2)), ["d1", "d2"], ["a", "a"])
+
+
+@pytest.mark.parametrize("corpus, queries, message", [
+    ([{"doc_id": "d", "body": "x"}], [{"query_id": "q", "text": "x"}], r"corpus\[0\] needs a string field 'text'"),
+    ([{"doc_id": "d", "text": "x"}], [{"text": "x"}], r"queries\[0\] needs a string field 'query_id'"),
+    ([{"doc_id": 3, "text": "x"}], [{"query_id": "q", "text": "x"}], r"corpus\[0\] needs a string field 'doc_id'"),
+    (["just text"], [{"query_id": "q", "text": "x"}], r"corpus\[0\] needs a string field"),
+])
+def test_baseline_rankings_names_a_row_without_its_fields(corpus, queries, message):
+    with pytest.raises(ValueError, match=message):
+        baseline_rankings("tfidf", corpus, queries)
+
+
+def test_retrieval_metrics_needs_some_ks():
+    with pytest.raises(ValueError, match="ks must be a non-empty list"):
+        retrieval_metrics(RANKINGS, {"a": {"d1"}}, [])
+    with pytest.raises(ValueError, match="ks must be a non-empty list"):
+        retrieval_metrics(RANKINGS, {"a": {"d1"}}, 5)
+
+
+@pytest.mark.parametrize("query", ["I", "???", "\N{GRINNING FACE}", "", "the a of", "x y z"])
+def test_bm25_query_without_a_token_scores_zero_and_ranks_by_doc_id(query):
+    corpus = [{"doc_id": d, "text": t} for d, t in (("c", "Cancel my plan"), ("a", "Reset the password"),
+                                                    ("b", "Export all data"))]
+    queries = [{"query_id": "q", "text": query}, {"query_id": "r", "text": "cancel plan"}]
+    scores = bm25_scores([d["text"] for d in corpus], [q["text"] for q in queries])
+    assert scores.shape == (2, 3) and not scores[0].any() and scores[1, 0] > 0
+    rankings = baseline_rankings("bm25", corpus, queries)
+    assert rankings["q"] == ["a", "b", "c"] and rankings["r"][0] == "c"
+
+
+def test_bm25_refuses_a_corpus_without_any_token():
+    with pytest.raises(ValueError, match="no document of the corpus has a BM25 token"):
+        bm25_scores(["???", "I"], ["cancel"])
+
+
+# ---- ids are never converted, scores are real ------------------------------------------------------
+
+
+@pytest.mark.parametrize("doc_ids, message", [
+    ([1, 2], r"doc_ids holds 1 \(int\): .* 1 and '1' cannot become one id"),
+    ([1, "1"], r"doc_ids holds 1 \(int\)"),
+    (["a", np.str_("b")], None),  # NumPy strings are strings
+    ("ab", "doc_ids must be a list of id strings, got str"),
+    (["a", "a"], "doc_ids lists 'a' twice"),
+], ids=["ints", "int-and-str", "numpy-str", "a-string", "repeat"])
+def test_rank_documents_never_converts_ids(doc_ids, message):
+    if message is None:
+        ranked = rank_documents(np.array([[0.1, 0.9]]), doc_ids, ["q"])
+        assert ranked == {"q": ["b", "a"]} and all(type(d) is type(x) for d, x in zip(ranked["q"], doc_ids[::-1]))
+        return
+    with pytest.raises(ValueError, match=message):
+        rank_documents(np.zeros((1, 2)), doc_ids, ["q"])
+
+
+@pytest.mark.parametrize("scores, message", [
+    ([[0.1, 0.2], [0.3]], "scores is ragged"),
+    (np.array([[0.1 + 1j, 0.2]]), "scores holds complex numbers"),
+    ([[True, False]], "scores must hold real numbers, got booleans"),
+    ([["0.1", "0.2"]], "scores must hold real numbers, got text"),
+    (torch.zeros(1, 2, requires_grad=True), r"scores is a tensor that requires grad: pass scores.detach\(\)"),
+    (np.zeros(2), "scores must be 2-D"),
+], ids=["ragged", "complex", "bools", "strings", "requires-grad", "1-d"])
+def test_rank_documents_needs_a_table_of_real_scores(scores, message):
+    with pytest.raises(ValueError, match=message):
+        rank_documents(scores, ["a", "b"], ["q"])
+
+
+def test_rank_documents_reads_tensors_and_integer_scores():
+    assert rank_documents(torch.tensor([[0.1, 0.9]]), ["a", "b"], ["q"]) == {"q": ["b", "a"]}
+    assert rank_documents([[1, 3]], ["a", "b"], ["q"]) == {"q": ["b", "a"]}
+
+
+@pytest.mark.parametrize("scorer", [tfidf_scores, bm25_scores])
+def test_scorers_refuse_a_string_where_a_list_of_texts_belongs(scorer):
+    with pytest.raises(ValueError, match="corpus_texts must be a list of texts, got str"):
+        scorer("cancel my plan", ["cancel"])
+    with pytest.raises(ValueError, match=r"query_texts holds 3 \(int\)"):
+        scorer(["cancel my plan", "reset it"], [3])

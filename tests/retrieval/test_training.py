@@ -233,9 +233,7 @@ def test_training_refuses_a_non_empty_run_folder(run_dir, data_dir, tiny_qwen, c
     (lambda r: r.joinpath("index_contract.json").unlink(), "has no index_contract.json"),
 ], ids=["index", "weights", "missing", "extra", "no-contract"])
 def test_search_and_evaluate_refuse_mismatched_hashes(run_dir, data_dir, tmp_path, capsys, tamper, message):
-    copy = Path(shutil.copytree(run_dir, tmp_path / "copy"))
-    for name in ("test_metrics.json", "test_rankings.json"):
-        (copy / name).unlink()
+    copy = Path(shutil.copytree(run_dir, tmp_path / "copy"))  # evaluated on test: the contract says so
     tamper(copy)
     assert main(["search", str(copy), "cancel"]) == 2
     assert message in capsys.readouterr().err
