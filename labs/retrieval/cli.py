@@ -26,6 +26,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -248,6 +249,7 @@ def cmd_baseline(args) -> int:
         folder = Path(os.path.abspath(out)).parent
         with files.new_parents(folder), files.exclusive(folder / f".{out.name}.lock", f"--out {str(out)!r}"):
             validate.new_path(out, "--out", folder=False)  # again, now that no other writer can race us
+            files.remove_stale(folder, f".{out.name}.tmp-")  # left by a killed baseline
             with files.signals_held():  # written and recorded as complete together
                 files.write_json(out, {"split": args.split, **rows})
                 files.COMMITTED.append(out)
@@ -330,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     files.COMMITTED.clear()
     _STATE.update(args=None, stopping=False, reported=False, finished=False, exiting=False)
     before = files.leftovers()  # a caller's own unfinished output (a test, a notebook) is not ours
-    previous = {sig: signal.signal(sig, _stop) for sig in _SIGNALS}
+    main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    previous = {sig: signal.signal(sig, _stop) for sig in _SIGNALS} if main_thread else {}
     args = None
     failure: BaseException | None = None
     try:

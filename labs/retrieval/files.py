@@ -20,6 +20,7 @@ work by `labs.retrieval.validate.new_path`.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -31,7 +32,7 @@ from pathlib import Path
 
 __all__ = ["RunLocked", "COMMITTED", "exclusive", "new_parents", "build_atomically", "temporary_folder",
            "move_together", "write_json", "file_sha256", "named", "STOP_SIGNALS", "stop_signals", "signals_held",
-           "held", "leftovers", "remove_leftovers"]
+           "held", "leftovers", "remove_leftovers", "remove_stale"]
 
 #: Every output put in place in this process (a folder by `build_atomically`, files by `move_together`,
 #: a file by the command line): from then on it is complete, and a signal that arrives before the
@@ -223,6 +224,18 @@ def temporary_folder(prefix: str, parent: str | Path | None = None,
         _remove(str(path), "tree")
 
 
+def remove_stale(folder: Path, prefix: str) -> None:
+    """Remove what a killed process left in ``folder`` under ``prefix`` (a partial folder, a staging
+    folder, a hidden temporary file). Call it only while holding the lock of that output: then no
+    living process is writing under that prefix."""
+    for stale in Path(folder).glob(f"{glob.escape(prefix)}*"):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                stale.unlink()
+
+
 def _relocated(err: OSError, inside: Path, to: Path) -> OSError:
     """``err`` naming the file under ``to`` that it named under the temporary folder ``inside``."""
     name = str(err.filename or "")
@@ -249,8 +262,7 @@ def build_atomically(out: str | Path, what: str = "--out") -> Iterator[Path]:
         if out.exists() and (not out.is_dir() or any(out.iterdir())):  # another writer finished first
             raise ValueError(f"{what} {str(out)!r} was written by another process meanwhile; nothing was "
                              "overwritten")
-        for stale in out.parent.glob(f".{out.name}.partial-*"):
-            shutil.rmtree(stale, ignore_errors=True)
+        remove_stale(out.parent, f".{out.name}.partial-")
         with temporary_folder(f".{out.name}.partial-", out.parent, stands_for=out) as tmp:
             if not out.exists():
                 umask = os.umask(0o22)

@@ -37,6 +37,7 @@ Relations: scores are dot products of unit vectors (= cosine), ranked with
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,8 @@ import numpy as np
 from labs.retrieval import validate
 from labs.retrieval.contract import CONTRACT, FORMAT, evaluation_files, record_evaluation, verify_contract
 from labs.retrieval.data import RetrievalData, load_dataset
-from labs.retrieval.files import exclusive, file_sha256, move_together, named, temporary_folder, write_json
+from labs.retrieval.files import (exclusive, file_sha256, move_together, named, remove_stale, temporary_folder,
+                                  write_json)
 from labs.retrieval.instruction import QUERY_TEMPLATE, format_query
 from labs.retrieval.metrics import rank_documents, retrieval_metrics
 from labs.retrieval.progress import show_progress
@@ -211,7 +213,7 @@ def evaluate(run: str | Path, data: str | Path, split: str = "val", device: str 
     the evaluation count, so an evaluation that fails or is stopped changes nothing and can
     simply be run again.
     """
-    run = validate.folder("run folder", run)
+    run = Path(os.path.abspath(validate.folder("run folder", run)))  # '.' and '..': the lock goes beside it
     validate.choice("split", split, ("val", "test"))
     validate.integer("batch_size", batch_size, 1)
     validate.device("device", device)
@@ -231,6 +233,7 @@ def evaluate(run: str | Path, data: str | Path, split: str = "val", device: str 
                              "nothing was evaluated")
         model, contract, emb, ids = load_index(run, device, contract)
         metrics, rankings = rank_split(model, contract["instruction"], emb, ids, dataset, split, batch_size)
+        remove_stale(run.parent, f".{run.name}.eval-")  # left by a killed evaluate (we hold the lock)
         with temporary_folder(f".{run.name}.eval-", run.parent, stands_for=run) as staged:
             written = {names[1]: write_json(staged / names[1], rankings),
                        names[0]: write_json(staged / names[0], {"split": split, "queries": len(rankings), **metrics})}

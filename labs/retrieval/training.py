@@ -53,7 +53,7 @@ from labs.retrieval.device import (PRECISIONS, memory_report, reset_peak, set_de
                                    versions)
 from labs.retrieval.files import build_atomically, temporary_folder, write_json
 from labs.retrieval.index import rank_queries, write_index
-from labs.retrieval.instruction import format_query, instruction_of, query_prompt
+from labs.retrieval.instruction import QUERY_TEMPLATE, format_query, has_instruction, instruction_of, query_prompt
 from labs.retrieval.loss import LOSSES, make_loss
 from labs.retrieval.models import load_encoder
 from labs.retrieval.progress import show_progress
@@ -125,6 +125,9 @@ class TrainConfig:
         validate.attention("--attn", self.attn)
         if self.instruction is not None:
             validate.text("--instruction", self.instruction)
+            if has_instruction(self.instruction) or "\nQuery:" in self.instruction:
+                raise ValueError(f"--instruction is the task alone, got {self.instruction!r}: the template "
+                                 f"{QUERY_TEMPLATE!r} is put around it once, here")
         for field in ("hard_negatives", "gradient_checkpointing"):
             if not isinstance(getattr(self, field), bool):
                 raise ValueError(f"{_flag(field)} must be True or False, got {getattr(self, field)!r}")
@@ -170,9 +173,11 @@ def train(config: TrainConfig) -> dict | None:
             prompt = query_prompt(instruction)
             room = config.max_length - len(model.tokenizer(prompt)["input_ids"])
             if room < 8:
-                raise ValueError(f"--instruction takes {config.max_length - room} of the --max-length "
-                                 f"{config.max_length} tokens, leaving {max(room, 0)} for the question: shorten it "
-                                 "or raise --max-length")
+                taken = (f"--instruction takes {config.max_length - room} of the --max-length {config.max_length} "
+                         "tokens" if instruction else f"the model's own special tokens take {config.max_length - room} "
+                         f"of the --max-length {config.max_length} tokens")
+                raise ValueError(f"{taken}, leaving {max(room, 0)} for the question (8 at least): "
+                                 f"{'shorten it or ' if instruction else ''}raise --max-length")
             plan.columns["anchor"] = [format_query(q, instruction) for q in plan.columns["anchor"]]
             val = {q["query_id"]: format_query(q["text"], instruction) for q in data.split_queries("val")}
             model.prompts = {}  # the instruction is in the text already; never again as a saved prompt

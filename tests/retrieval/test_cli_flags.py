@@ -32,9 +32,11 @@ def test_python_m_labs_help_runs():
     ("--lr", "inf", "finite number > 0"), ("--lr", "nan", "finite number > 0"), ("--lr", "0", "finite number > 0"),
     ("--lr", "-1e-5", "finite number > 0"), ("--scale", "0", "finite number > 0"),
     ("--max-steps", "-5", "integer >= 1"), ("--max-steps", "0", "integer >= 1"), ("--batch-size", "1", "integer >= 2"),
-    ("--epochs", "-1", "integer >= 0"), ("--max-length", "4", "integer >= 8"), ("--seed", "1.5", "invalid int value"), ("--seed", "4294967296", "integer from 0 to 4294967295"),
+    ("--epochs", "-1", "integer >= 0"), ("--max-length", "4", "integer >= 8"), ("--seed", "1.5", "invalid int value"),
+    ("--seed", "4294967296", "integer from 0 to 4294967295"),
     ("--attn", "flash", "invalid choice"), ("--device", "tpu", "'cpu', 'cuda' or 'cuda:N'"),
-    ("--scale", "1e300", "at most 1000"),
+    ("--scale", "1e300", "at most 1000"), ("--instruction", "Instruct: find it\nQuery:", "the task alone"),
+    ("--out", "", "--out is empty"), ("--data", "", "--data is empty"),
 ])
 def test_a_flag_out_of_range_is_one_line_naming_it(capsys, tmp_path, flag, value, allowed):
     code, _, err = run(capsys, "train", "--data", str(tmp_path), "--out", str(tmp_path / "r"), f"{flag}={value}")
@@ -158,6 +160,14 @@ def test_an_instruction_that_leaves_no_room_for_the_question_is_refused(capsys, 
     line = one_line(err)
     assert code == 2 and "--instruction takes" in line and "of the --max-length 16 tokens, leaving" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_max_length_without_room_for_the_question_does_not_blame_an_instruction(capsys, tmp_path, data_dir,
+                                                                                  tiny_bert):
+    code, _, err = run(capsys, *train_args(data_dir, tmp_path / "r", tiny_bert, "--max-length", "8"))
+    line = one_line(err)
+    assert code == 2 and "--instruction" not in line
+    assert "the model's own special tokens take 2 of the --max-length 8 tokens, leaving 6" in line
 
 
 def test_a_loss_that_is_not_finite_stops_the_run_at_that_step(capsys, tmp_path, data_dir, tiny_bert, monkeypatch):

@@ -314,7 +314,9 @@ def test_a_failed_evaluate_write_changes_nothing_and_the_split_can_be_evaluated_
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
     assert left_in(run.parent) == [str(run)]
     monkeypatch.undo()
+    (run.parent / ".run.eval-killed").mkdir()  # what a killed evaluate leaves: the next one removes it
     assert run_evaluate(capsys, run, data_dir)[0] == 0
+    assert left_in(run.parent) == [str(run)]
     code, _, err = run_evaluate(capsys, run, data_dir)
     assert code == 2 and "the val split was evaluated already" in one_line(err)
 
@@ -413,3 +415,21 @@ class _raising:
 
     def __exit__(self, *exc) -> bool:
         return False
+
+
+def test_the_command_line_runs_from_a_thread_that_cannot_set_signal_handlers(tmp_path):
+    import threading
+
+    from labs.retrieval.cli import main
+
+    codes = []
+    worker = threading.Thread(target=lambda: codes.append(main(["make-data", "--out", str(tmp_path / "d")])))
+    worker.start()
+    worker.join()
+    assert codes == [0] and len(list((tmp_path / "d").iterdir())) == 3
+
+
+def test_baseline_removes_what_a_killed_baseline_left_and_writes_whole(capsys, tmp_path, data_dir):
+    (tmp_path / ".m.json.tmp-99999").write_text('{"half": ')
+    code, _, _ = run(capsys, "baseline", "--data", str(data_dir), "--out", str(tmp_path / "m.json"))
+    assert code == 0 and left_in(tmp_path) == [str(tmp_path / "m.json")]

@@ -70,12 +70,15 @@ def test_an_edited_evaluation_is_refused_and_a_split_is_evaluated_once(capsys, r
                                                          for k in ("metrics", "rankings")}
 
 
-def test_an_evaluation_killed_before_it_was_recorded_is_named_and_evaluate_replaces_it(capsys, run, data_dir):
+def test_an_evaluation_killed_before_it_was_recorded_is_named_and_evaluate_replaces_it(capsys, run, data_dir,
+                                                                                         monkeypatch):
     (run / "val_rankings.json").write_text("{}")  # what a kill between the two moves would leave
     code, _, err = run_cli(capsys, "search", run, "cancel my plan")
     assert code == 2 and "run evaluate --split val again to replace it" in one_line(err)
-    assert run_cli(capsys, "evaluate", run, "--data", data_dir)[0] == 0
-    assert json.loads((run / "val_rankings.json").read_text()) and run_cli(capsys, "search", run, "cancel")[0] == 0
+    monkeypatch.chdir(run)  # from inside the run: its lock and staging folder still go beside it
+    assert run_cli(capsys, "evaluate", ".", "--data", data_dir)[0] == 0
+    assert json.loads((run / "val_rankings.json").read_text()) and run_cli(capsys, "search", ".", "cancel")[0] == 0
+    assert sorted(p.name for p in run.parent.iterdir()) == ["run"]
 
 
 def run_cli(capsys, *argv):
