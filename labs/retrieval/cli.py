@@ -343,7 +343,9 @@ def main(argv: list[str] | None = None) -> int:
             from labs.retrieval.models import offline
 
             offline()
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # here, so that a reader gone away (``| head -1``) is seen below, not at exit
+        return code
     except (Interrupted, KeyboardInterrupt) as err:
         failure = err
         _STATE["stopping"] = True  # a second signal from here on exits at once
@@ -354,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"interrupted by {name}{_left_as_it_was(args)}")
     except BrokenPipeError as err:  # the reader of our output went away (``| head -1``): stop quietly
         failure, code = err, 128 + getattr(signal, "SIGPIPE", 13)
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, AttributeError, ValueError):  # later flushes go nowhere, quietly
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except BAD_INPUT as err:
         failure, code = err, 2

@@ -6,6 +6,7 @@ The checks themselves are tested in test_data.py."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -100,3 +101,18 @@ def test_a_doc_id_with_a_newline_is_refused_when_loaded(capsys, tmp_path, data_d
 def test_a_data_folder_given_as_a_file_or_a_missing_one(capsys, tmp_path, data_dir):
     code, _, err = run(capsys, "baseline", "--data", str(data_dir / "corpus.jsonl"))
     assert code == 2 and "is not a folder" in one_line(err)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_per_library": 2.5}, "max_per_library (--max-per-library) must be an integer >= 2, got 2.5"),
+    ({"max_per_library": True}, "must be an integer >= 2, got True"),
+    ({"splits": "numpy=train"}, "splits must map each library to a split"),
+    ({"splits": {"numpy": "train", "scipy": "val", "torch": "bogus"}}, "split of 'torch' must be one of"),
+])
+def test_build_docs_dataset_refuses_bad_arguments_before_collecting(tmp_path, monkeypatch, kwargs, message):
+    import labs.retrieval.docs_corpus as docs_corpus
+
+    monkeypatch.setattr(docs_corpus, "collect_pairs", lambda *_: pytest.fail("collected before checking"))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        docs_corpus.build_docs_dataset(tmp_path / "d", **kwargs)
+    assert list(tmp_path.iterdir()) == []

@@ -155,6 +155,21 @@ def test_a_signal_after_the_output_is_in_place_changes_nothing(capsys, tmp_path,
     assert code == 0 and err == "" and json.loads((tmp_path / "m.json").read_text())["split"] == "val"
 
 
+def test_a_signal_after_evaluate_recorded_its_split_changes_nothing(capsys, run, data_dir, monkeypatch):
+    from labs.retrieval import index
+
+    move_together = index.move_together
+
+    def moved_then_a_signal(*args):
+        move_together(*args)
+        os.kill(os.getpid(), signal.SIGHUP)
+
+    monkeypatch.setattr(index, "move_together", moved_then_a_signal)
+    code, out, err = run_evaluate(capsys, run, data_dir)
+    assert code == 0 and err == "" and out.startswith("system")
+    assert set(verify_contract(run)["evaluations"]) == {"val_metrics.json", "val_rankings.json"}
+
+
 def test_a_failure_after_training_leaves_nothing(capsys, tmp_path, data_dir, tiny_bert, monkeypatch):
     out = tmp_path / "run"
     _fail_at(monkeypatch, "indexed", FloatingPointError("NaN in the corpus embeddings"))
@@ -177,14 +192,14 @@ sys.exit(main(sys.argv[2:]))
 
 def test_a_killed_train_is_never_accepted_and_out_is_reusable(capsys, tmp_path, data_dir, tiny_bert):
     """SIGKILL after metrics.json is written, before the contract is written and the run moved into place:
-    nothing at --out, the leftover temporary folder is refused by search and evaluate, and the
-    next train into the same --out succeeds and clears the leftover."""
-    out = tmp_path / "run"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    nothing at --out, nothing in the system's temporary folder (the trainer's scratch is inside the
+    partial folder), the leftover partial folder is refused by search and evaluate, and the next
+    train into the same --out succeeds and clears the leftover."""
+    out, scratch = tmp_path / "run", tmp_path.parent / f"{tmp_path.name}-tmp"
     done = subprocess.run([sys.executable, "-c", KILL, "written", *train_args(data_dir, out, tiny_bert)],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+                          capture_output=True, text=True, cwd=ROOT, env=environment(scratch), timeout=300)
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
-    assert not out.exists()
+    assert not out.exists() and left_in(scratch) == []
     (partial,) = tmp_path.glob(".run.partial-*")
     assert (partial / "metrics.json").is_file() and not (partial / "index_contract.json").exists()  # unsealed
     for argv in (["search", str(partial), "cancel"], ["evaluate", str(partial), "--data", str(data_dir)]):
@@ -433,3 +448,21 @@ def test_baseline_removes_what_a_killed_baseline_left_and_writes_whole(capsys, t
     (tmp_path / ".m.json.tmp-99999").write_text('{"half": ')
     code, _, _ = run(capsys, "baseline", "--data", str(data_dir), "--out", str(tmp_path / "m.json"))
     assert code == 0 and left_in(tmp_path) == [str(tmp_path / "m.json")]
+
+
+def test_a_reader_that_goes_away_stops_the_command_quietly(tmp_path, monkeypatch, capsys):
+    """``python -m labs search RUN q | head -1``: the pipe closes; exit 141 (128 + SIGPIPE) without a
+    traceback, and what was written stays whole."""
+    from labs.retrieval.cli import main
+
+    class ClosedPipe:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["make-data", "--out", str(tmp_path / "d")]) == 141
+    monkeypatch.undo()
+    assert capsys.readouterr().err == "" and len(list((tmp_path / "d").iterdir())) == 3
