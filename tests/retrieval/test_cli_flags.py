@@ -30,7 +30,7 @@ def test_python_m_labs_help_runs():
 
 @pytest.mark.parametrize("flag, value, allowed", [
     ("--lr", "inf", "finite number > 0"), ("--lr", "nan", "finite number > 0"), ("--lr", "0", "finite number > 0"),
-    ("--lr", "-1e-5", "finite number > 0"), ("--scale", "0", "finite number > 0"),
+    ("--lr", "-1e-5", "finite number > 0"), ("--lr", "2", "at most 1"), ("--scale", "0", "finite number > 0"),
     ("--max-steps", "-5", "integer >= 1"), ("--max-steps", "0", "integer >= 1"), ("--batch-size", "1", "integer >= 2"),
     ("--epochs", "-1", "integer >= 0"), ("--max-length", "4", "integer >= 8"), ("--seed", "1.5", "invalid int value"),
     ("--seed", "4294967296", "integer from 0 to 4294967295"),

@@ -246,6 +246,26 @@ def test_a_signal_from_outside_during_train_cleans_up_everything(tmp_path, data_
     assert left_in(tmp_path) == [str(scratch)] and left_in(scratch) == []
 
 
+CTRL_C_WHILE_IMPORTING_THE_CLI = """
+import builtins, runpy, sys
+real_import = builtins.__import__
+def importing(name, *args, **kwargs):
+    if name == "labs.retrieval.cli":
+        raise KeyboardInterrupt  # as if Ctrl-C landed while Python imports the command line
+    return real_import(name, *args, **kwargs)
+builtins.__import__ = importing
+sys.argv = ["labs", "make-data", "--out", sys.argv[1]]
+runpy.run_module("labs", run_name="__main__")
+"""
+
+
+def test_ctrl_c_before_the_command_line_is_imported_is_one_line(tmp_path):
+    child = start([tmp_path / "d"], tmp_path / "tmp", script=CTRL_C_WHILE_IMPORTING_THE_CLI)
+    code, _, lines = finish(child, [])
+    assert code == 130 and lines == ["interrupted by SIGINT; nothing was changed"]
+    assert left_in(tmp_path) == [str(tmp_path / "tmp")]
+
+
 SECOND_SIGNAL = STAGES.replace("progress.stage = stage", """progress.stage = stage
 import os, signal, shutil
 from labs.retrieval import files
