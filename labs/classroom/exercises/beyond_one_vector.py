@@ -13,7 +13,7 @@ from labs.classroom.answers import grade_number, number_answer
 
 __all__ = ["check_index_gigabytes", "check_bce_probability", "check_best_shortlist_recall"]
 
-WIDTH = 48  # a phone shows about 48 monospace characters
+WIDTH = 46  # a phone's output box shows about 46 monospace characters
 
 
 def _say(text: str) -> None:

@@ -14,7 +14,7 @@ from labs.lessons.infonce import positive_share
 
 __all__ = ["check_halved_gap_tau", "check_batch_tau", "check_pull_ratio"]
 
-WIDTH = 48  # a phone shows about 48 monospace characters
+WIDTH = 46  # a phone's output box shows about 46 monospace characters
 
 
 def _say(text: str) -> None:
