@@ -6,8 +6,9 @@ stores each result in an ipywidgets `Output` (text as text, figures as compact
 SVG or PNG), puts them in a `Stack`, and links the stack's `selected_index` to
 the slider with `jsdlink`. The HTML widget manager runs that link in the
 browser, so the book's slider swaps in the stored result for each position with
-no kernel. In Jupyter or Colab the same widget is live: a position with nothing
-stored is computed by the kernel when the reader moves to it.
+no kernel. In JupyterLab the same widget is live: a position with nothing
+stored is computed by the kernel when the reader moves to it. Colab, whose
+ipywidgets 7 has no `Stack`, gets a form driven by the kernel (below).
 
 Usage: one call, the last line of the cell, with `# NBVAL_IGNORE_OUTPUT` as the
 cell's first line (nbval has no widget manager; the stored outputs are checked

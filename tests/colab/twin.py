@@ -52,6 +52,7 @@ KERNELS = HOME / "kernels"
 KERNEL = "colab-twin"
 SNAPSHOT = HOME / "built-freeze.txt"
 STAMP = HOME / "built.json"
+EXECUTED = HOME / "executed"  # the notebooks as the twin ran them
 BUILD_STEPS = 1  # bump when the build below changes: a kept twin is then rebuilt
 COLAB_PYTHON = (3, 13)
 FALLBACK_PYTHON = (3, 11)
@@ -273,6 +274,8 @@ async def run_notebook(path: Path, cwd: Path, timeout: int, check_install: bool)
             result["versions"] = json.loads(await frontend.run(client, VERSION_CODE))
     result["seconds"] = time.monotonic() - start
     result["skipped"] = result["cells"] == 0 and not result["problems"]
+    EXECUTED.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, EXECUTED / path.name)  # to read what the twin printed (not the committed outputs)
     return result
 
 
@@ -440,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
     compared = sum(r["compared"] for r in results)
     other = [f"{r['name']} cell {i}" for r in results for i in r["other_text"]]
     say(f"Printed text against the committed outputs (nbval's check, for information): {len(other)} of "
-        f"{compared} cells print other text here" + (f": {', '.join(other)}" if other else ""))
+        f"{compared} cells print other text here" + (f": {', '.join(other)}" if other else "")
+        + f" (the notebooks as run: {EXECUTED})")
     say("")
     ran_nb = [r for r in results if not r["skipped"]]
     failed = [r["name"] for r in ran_nb if r["problems"]] + (["restart rehearsal"] if rehearsal_problems else [])
