@@ -80,3 +80,22 @@ def test_the_frontend_joins_text_as_a_frontend_shows_it():
         {"output_type": "stream", "name": "stdout", "text": "ab\n"},
         {"output_type": "display_data", "data": {"text/plain": "<Figure>"}},
         {"output_type": "stream", "name": "stdout", "text": "c\n"}]
+
+
+def test_without_a_python_313_that_runs_the_twin_picks_311(tmp_path, monkeypatch):
+    """A python3.13 that does not run (an inactive pyenv shim) and no pyenv 3.13: Python 3.11."""
+    import sys
+
+    if sys.version_info[:2] != (3, 11):
+        import pytest
+
+        pytest.skip("needs this test to run on Python 3.11 (it stands in for python3.11)")
+    (tmp_path / "python3.13").write_text("#!/bin/sh\necho 'pyenv: python3.13: command not found' >&2\nexit 127\n")
+    (tmp_path / "python3.11").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    for script in tmp_path.iterdir():
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "no-pyenv"))
+    monkeypatch.delenv("COLAB_TWIN_PYTHON", raising=False)
+    python, version = twin.find_python()
+    assert version == (3, 11) and python == str(tmp_path / "python3.11")
