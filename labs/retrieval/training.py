@@ -171,7 +171,7 @@ def train(config: TrainConfig) -> dict | None:
             # The instruction, added once to every query the model will see: training anchors, validation.
             instruction = instruction_of(model) if config.instruction is None else config.instruction
             prompt = query_prompt(instruction)
-            room = config.max_length - len(model.tokenizer(prompt)["input_ids"])
+            room = config.max_length - len(model.tokenizer(prompt, verbose=False)["input_ids"])  # no "too long" warning
             if room < 8:
                 taken = (f"--instruction takes {config.max_length - room} of the --max-length {config.max_length} "
                          "tokens" if instruction else f"the model's own special tokens take {config.max_length - room} "
