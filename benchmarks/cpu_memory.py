@@ -20,7 +20,8 @@ import json
 import subprocess
 import sys
 
-from labs.retrieval import files as plumbing
+from labs.retrieval.device import peak_rss_mib, reset_peak
+from labs.retrieval.models import offline
 
 
 def child(model_name: str, batch_size: int) -> dict:
@@ -44,10 +45,10 @@ def child(model_name: str, batch_size: int) -> dict:
     model.train()
     loss_fn = make_loss(model, "mnrl", scale=20.0)
     optimizer = adamw(model, lr=2e-5)
-    plumbing.reset_peak()
-    before, _ = plumbing.peak_rss_mib()
+    reset_peak()
+    before, _ = peak_rss_mib()
     train_step(model, loss_fn, optimizer, [[q for q, _ in rows], [d for _, d in rows]], device="cpu")
-    peak, method = plumbing.peak_rss_mib()
+    peak, method = peak_rss_mib()
     tokens = int(model.preprocess([d for _, d in rows])["attention_mask"].shape[1])
     return {"batch_size": batch_size, "padded_doc_tokens": tokens, "rss_before_step_mib": round(before, 1),
             "peak_rss_mib": round(peak, 1), "step_extra_mib": round(peak - before, 1), "method": method}
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args = parser.parse_args(argv)
     if any(b < 2 for b in args.batch_sizes):
         parser.error("--batch-sizes must be >= 2 (a batch of one has no negatives)")
-    plumbing.offline()
+    offline()
     if args.child:
         print(json.dumps(child(args.model, args.child)))
         return []
