@@ -147,8 +147,8 @@ WARMUP = 5                 # steps of linear warm-up, then a constant learning r
 WEIGHT_DECAY = 0.01
 FROZEN_LAYERS = 5          # MiniLM: the embeddings and layers 0-4 frozen, layer 5 trains
 LR = {"minilm": 1e-4, "static": 3e-3}
-STEPS = {"minilm": 48, "static": 300}
-EVAL_EVERY = {"minilm": 8, "static": 30}
+STEPS = {"minilm": 96, "static": 600}
+EVAL_EVERY = {"minilm": 12, "static": 30}
 MAX_SEQ_LENGTH = 128
 RELATIVE_MARGIN = 0.05
 #: How each trained condition's one negative per pair is mined (ranks count the non-answers, best
@@ -291,10 +291,15 @@ class MiniLMStart:
         self.prepare(texts)
         return np.stack([self.full[t] for t in texts])
 
-    def forward(self, texts: list[str]) -> torch.Tensor:
-        """Unit embeddings through the trainable top layers (gradients flow when training)."""
+    def forward(self, texts: list[str], chunk: int = 16) -> torch.Tensor:
+        """Unit embeddings through the trainable top layers (gradients flow when training). Texts of
+        similar length go through together, ``chunk`` at a time, so little compute is spent on padding
+        (about half the time of one padded batch here); the result is in the order of ``texts``."""
         self.prepare(texts)
-        return self._top([self.lower[t] for t in texts])
+        order = sorted(range(len(texts)), key=lambda i: self.lower[texts[i]].shape[0])
+        parts = [self._top([self.lower[texts[i]] for i in order[c:c + chunk]]) for c in range(0, len(order), chunk)]
+        back = torch.argsort(torch.tensor(order, device=self.device))
+        return torch.cat(parts)[back]
 
     def _top(self, rows: list[torch.Tensor]) -> torch.Tensor:
         from transformers.masking_utils import create_bidirectional_mask
@@ -356,12 +361,11 @@ class StaticStart:
         self.module.load_state_dict(self.initial if state is None else state)
 
 
-def embed(start, texts: list[str], batch_size: int = 128) -> np.ndarray:
+def embed(start, texts: list[str]) -> np.ndarray:
     """Unit embeddings (numpy) of the start as it is now, in evaluation mode."""
     start.train(False)
     with torch.no_grad():
-        return np.concatenate([start.forward(texts[i:i + batch_size]).float().cpu().numpy()
-                               for i in range(0, len(texts), batch_size)])
+        return start.forward(texts).float().cpu().numpy()
 
 
 def rankings_of(q: np.ndarray, d: np.ndarray, view: dict, k: int | None = 10) -> dict[str, list[str]]:

@@ -34,26 +34,34 @@ def script():
 
 # ---- the parts ----------------------------------------------------------------------------------
 
-def test_mining_top1_and_window(script):
-    """hn_top1 takes the best non-answer whatever its score; hn_window skips the first RANGE_MIN
-    non-answers and any scoring above (1 - RELATIVE_MARGIN) of the answer; with no candidate left
-    in the window it takes the first passing one below it."""
-    n = script.RANGE_MAX + 20
-    row = np.linspace(0.99, 0.0, n)                 # document j scores 0.99 ... 0 for the one query
+def test_mining_top1_window_and_fallback(script):
+    """hn_top1 takes the best non-answer whatever its score; a window setting draws from its ranks
+    (counted among the non-answers) only candidates scoring at most (1 - margin) x the answer; with
+    none passing it takes the first passing one below the window."""
+    settings = {**script.MINING, **script.AUDIT_ONLY}
+    n = 80
+    row = np.linspace(0.99, 0.0, n)                 # document j scores 0.99 ... 0 for every query
     scores = np.stack([row, row])
     positives = [5, 0]                              # query 0's answer is ranked 6th, query 1's first
     mined, stats = script.mine(scores, positives, [f"d{j}" for j in range(n)])
-    assert mined["hn_top1"] == [0, 1]
-    limit0 = (1 - script.RELATIVE_MARGIN) * row[5]
-    window0 = [j for j in range(n) if j != 5][script.RANGE_MIN:script.RANGE_MAX]
-    assert mined["hn_window"][0] in [j for j in window0 if row[j] <= limit0]
-    assert script.RANGE_MIN + 1 <= mined["ranks"]["hn_window"][0] <= script.RANGE_MAX
+    assert set(stats) == set(settings) and stats["far_window"]["trained"] is False
+    assert mined["hn_top1"] == [0, 1] and mined["ranks"]["hn_top1"] == [1, 1]
+    for name, cfg in settings.items():
+        lo, hi = cfg["ranks"]
+        for q, pos in enumerate(positives):
+            order = [j for j in range(n) if j != pos]
+            pick = mined[name][q]
+            assert order.index(pick) + 1 == mined["ranks"][name][q]
+            if cfg["relative_margin"] is not None:
+                assert row[pick] <= (1 - cfg["relative_margin"]) * row[pos]
+                assert lo <= mined["ranks"][name][q] <= hi or stats[name]["fallbacks_below_window"]
     assert stats["hn_top1"]["negative_above_answer"] == 1          # query 0's top-1 outscores its answer
     assert stats["hn_window"]["negative_above_95pct_of_answer"] == 0
     # An answer so weak that nothing in the window passes: the first passing one below it.
     weak = np.concatenate([[0.5] * 60, [0.1], np.linspace(0.09, 0.0, n - 61)])
-    mined, stats = script.mine(weak[None], [60], [f"d{j}" for j in range(n)])
-    assert mined["hn_window"] == [61] and stats["hn_window"]["fallbacks_below_window"] == 1
+    one = {"w": {"ranks": [2, 10], "relative_margin": 0.05, "sampling": "random", "seed": 0}}
+    mined, stats = script.mine(weak[None], [60], [f"d{j}" for j in range(n)], one)
+    assert mined["w"] == [61] and stats["w"]["fallbacks_below_window"] == 1 and mined["ranks"]["w"] == [61]
 
 
 def test_batches_same_pairs_and_doubled(script):
@@ -80,9 +88,10 @@ def test_interval_pairs_and_covers(script):
 
 
 def test_read_audit_counts_only_matching_rows(script, tmp_path):
-    expected = [{"setting": s, "pair": f"p{i}", "negative_id": f"n{i}"} for s in script.MINING for i in range(3)]
+    settings = (*script.MINING, *script.AUDIT_ONLY)
+    expected = [{"setting": s, "pair": f"p{i}", "negative_id": f"n{i}"} for s in settings for i in range(3)]
     labelled = [dict(r, label=label, reason="read it") for r, label in
-                zip(expected, ["also right", "wrong answer", "unclear"] * 2)]
+                zip(expected, ["also right", "wrong answer", "unclear"] * 3)]
     labelled[3] = dict(labelled[3], negative_id="another")             # the mining changed for this one
     path = tmp_path / "audit.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in labelled))
@@ -90,10 +99,33 @@ def test_read_audit_counts_only_matching_rows(script, tmp_path):
     assert audit["settings"]["hn_top1"]["audited"] == 3 and audit["settings"]["hn_top1"]["also right"] == 1
     assert audit["settings"]["hn_top1"]["false_negative_rate"] == pytest.approx(1 / 3, abs=1e-4)
     assert audit["settings"]["hn_window"]["stale"] == 1 and audit["settings"]["hn_window"]["audited"] == 2
-    assert len(audit["rows"]) == 5
+    assert audit["settings"]["far_window"]["audited"] == 3 and len(audit["rows"]) == 8
     path.write_text(json.dumps(dict(labelled[0], label="maybe")) + "\n")
     with pytest.raises(ValueError, match="label must be one of"):
         script.read_audit(path, expected)
+
+
+def test_minilm_top_layer_reproduces_the_model(script):
+    """The frozen layers' cached output, run through the last layer in length-sorted chunks, gives the
+    packaged model's own embeddings (any chunk size), and a reset restores the untouched weights."""
+    from labs.retrieval.models import load_minilm
+
+    texts = ["Compute the median along the specified axis.", "A short one.",
+             "Return the indices of the elements that are non-zero, grouped by element, in row-major order."]
+    model = load_minilm()
+    start = script.MiniLMStart(model, script.FROZEN_LAYERS, "cpu", script.MAX_SEQ_LENGTH)
+    reference = model.encode(texts, normalize_embeddings=True)
+    assert np.abs(script.embed(start, texts) - reference).max() < 1e-5
+    start.train(False)
+    import torch
+
+    with torch.no_grad():
+        one = start.forward(texts, chunk=1).numpy()
+    assert np.abs(one - reference).max() < 1e-5 and np.abs(start.untouched(texts) - reference).max() < 1e-5
+    for p in start.parameters():
+        p.data.add_(0.1)
+    start.restore(None)
+    assert np.abs(script.embed(start, texts) - reference).max() < 1e-5
 
 
 # ---- the whole pipeline, small ------------------------------------------------------------------
@@ -123,7 +155,7 @@ def test_quick_mode_runs_every_condition(script, tmp_path, capsys):
             "candidates_per_query"] == block["conditions"]["hn_window"]["candidates_per_query"]
         assert set(block["differences"]) == {f"{a} - {b}" for a, b in script.COMPARISONS}
     assert hashes == {results["data"]["pair_set_sha256"]}               # the same pairs everywhere
-    assert set(results["mining"]["audit"]["settings"]) == set(script.MINING)
+    assert set(results["mining"]["audit"]["settings"]) == set(script.MINING) | set(script.AUDIT_ONLY)
 
 
 # ---- the committed results ----------------------------------------------------------------------
@@ -164,5 +196,5 @@ def test_audit_file_is_complete():
     by_setting = {}
     for row in rows:
         by_setting.setdefault(row["setting"], []).append(row["pair"])
-    assert set(by_setting) == {"hn_top1", "hn_window"}
+    assert set(by_setting) == {"hn_top1", "hn_window", "far_window"}
     assert all(len(pairs) >= 30 and len(set(pairs)) == len(pairs) for pairs in by_setting.values())
