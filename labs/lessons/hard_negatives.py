@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -51,7 +51,9 @@ import numpy as np
 import torch
 
 from labs.lessons.infonce import info_nce, info_nce_torch, log_softmax_rows
-from labs.lessons.inputs import valid_tau
+from labs.lessons.inputs import (
+    finite_array, one_bool, real_array, real_number, scaled_scores, text_list, valid_tau, whole_number,
+)
 
 __all__ = [
     "TRAIN_TOPICS", "UNSEEN_TOPICS", "INTENTS", "QUESTION_TEMPLATES", "CARD_TEMPLATES", "PROBE_QUERY",
@@ -92,7 +94,9 @@ def _other(intent: str) -> str:
 
 def card(topic: str, intent: str) -> str:
     """The answer card of one topic and intent, e.g. ``card("password", "howto")``."""
-    if intent not in INTENTS:
+    if not isinstance(topic, str) or not topic:
+        raise ValueError(f"topic must be a topic name (a non-empty string), got {topic!r:.40}")
+    if not isinstance(intent, str) or intent not in INTENTS:
         raise ValueError(f"intent must be one of {INTENTS}, got {intent!r}")
     return CARD_TEMPLATES[intent].format(T=topic.capitalize())
 
@@ -103,6 +107,9 @@ def make_triples(topics: Iterable[str]) -> list[tuple[str, str, str, str]]:
     The look-alike has the same topic and the other intent: the classic hard
     negative ("my password is broken" against the password policy card).
     """
+    topics = text_list(topics, "topics")
+    for t in topics:
+        card(t, INTENTS[0])  # refuses an empty name
     return [(q.format(t=t), card(t, intent), card(t, _other(intent)), intent)
             for t in topics for intent in INTENTS for q in QUESTION_TEMPLATES[intent]]
 
@@ -116,7 +123,7 @@ def tokenize(text: str) -> list[str]:
 
 def build_vocab(texts: Iterable[str]) -> tuple[str, ...]:
     """The sorted set of words in ``texts``: one slot of the bag of words per word."""
-    return tuple(sorted({w for text in texts for w in tokenize(text)}))
+    return tuple(sorted({w for text in text_list(texts, "texts") for w in tokenize(text)}))
 
 
 @lru_cache(maxsize=8)
@@ -126,9 +133,11 @@ def _word_index(vocab: tuple[str, ...]) -> dict[str, int]:
 
 def bag_of_words(texts: Sequence[str], vocab: tuple[str, ...]) -> np.ndarray:
     """Word counts (n, V) of n texts. Words outside the vocabulary are dropped."""
-    if isinstance(texts, str):
-        raise ValueError("texts must be a list of strings, not one string")
-    index = _word_index(tuple(vocab))
+    texts = text_list(texts, "texts")
+    vocab = tuple(text_list(vocab, "vocab"))
+    index = _word_index(vocab)
+    if len(index) != len(vocab):
+        raise ValueError("vocab has a word twice: each word needs one slot (build it with build_vocab)")
     X = np.zeros((len(texts), len(index)))
     for row, text in enumerate(texts):
         for w in tokenize(text):
@@ -148,16 +157,52 @@ VOCAB = build_vocab(x for t in make_triples(TRAIN_TOPICS + UNSEEN_TOPICS) for x 
 
 
 def normalize_rows(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Scale each row of A (n, d) to length 1: returns U (n, d) and the lengths (n, 1)."""
-    A = np.asarray(A, dtype=np.float64)
+    """Scale each row of A (n, d) to length 1: returns U (n, d) and the lengths (n, 1).
+
+    ``A`` must hold real, finite numbers (not booleans, text, complex numbers, nor a tensor that
+    requires grad: detach it, or use ``torch.nn.functional.normalize`` to train through it). A row
+    of any size keeps its direction: a tiny row (1e-200) or a huge one (1e200), whose squared
+    length would underflow or overflow float64, is scaled by its largest entry first.
+    """
+    A = real_array(A, "A", train_with="torch.nn.functional.normalize")
     if A.ndim != 2:
         raise ValueError(f"A must be 2-D (rows x dim), got shape {A.shape}")
+    return _normalize(A, "A")
+
+
+def _normalize(A: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """`normalize_rows` of a checked 2-D float64 array (training calls this every step)."""
     norms = np.sqrt(np.einsum("ij,ij->i", A, A))[:, None]
-    if not norms.min(initial=1.0) > 0:  # also catches NaN
-        bad = int(np.flatnonzero(~(norms[:, 0] > 0))[0])
-        raise ValueError(f"A row {bad} has length 0 or is not a number: it has no direction to keep "
-                         "(a text with no known words?)")
+    if not norms.min(initial=1.0) > _SMALL or not norms.max(initial=1.0) < np.inf:  # also catches NaN
+        return _normalize_with_care(A, norms, name)
     return A / norms, norms
+
+
+_SMALL = 1e-150  # below this length the squares lose digits to underflow (float64's smallest normal is 2.2e-308)
+
+
+def _normalize_with_care(A: np.ndarray, norms: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose squared length under- or overflowed (or that are not finite) get scaled first."""
+    finite = np.all(np.isfinite(A), axis=1)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        raise ValueError(f"{name} row {bad} has an entry that is not a finite number (NaN or infinite)")
+    largest = np.abs(A).max(axis=1, initial=0.0)
+    if not largest.min(initial=1.0) > 0:
+        bad = int(np.flatnonzero(~(largest > 0))[0])
+        raise ValueError(f"{name} row {bad} has length 0: it has no direction to keep (a text with no known words?)")
+    redo = ~((norms[:, 0] > _SMALL) & (norms[:, 0] < np.inf))
+    scaled = A[redo] / largest[redo, None]
+    lengths = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):  # the rows to redo are replaced just below
+        U, norms = A / norms, norms.copy()
+    U[redo] = scaled / lengths
+    with np.errstate(over="ignore"):
+        norms[redo] = largest[redo, None] * lengths
+    if not np.all(np.isfinite(norms)):
+        bad = int(np.flatnonzero(~np.isfinite(norms[:, 0]))[0])
+        raise ValueError(f"{name} row {bad} is longer than float64 can hold (its length overflows)")
+    return U, norms
 
 
 def normalize_backward(dU: np.ndarray, U: np.ndarray, norms: np.ndarray) -> np.ndarray:
@@ -166,11 +211,14 @@ def normalize_backward(dU: np.ndarray, U: np.ndarray, norms: np.ndarray) -> np.n
     Moving a along its own direction does not change u (the scaling takes it
     back out), so only the sideways part of dU survives, shrunk by the length.
     """
-    dU, U = np.asarray(dU, dtype=np.float64), np.asarray(U, dtype=np.float64)
-    norms = np.asarray(norms, dtype=np.float64).reshape(-1, 1)
-    if dU.shape != U.shape or U.ndim != 2 or norms.shape[0] != U.shape[0]:
+    dU, U = finite_array(dU, "dU"), finite_array(U, "U")
+    norms = finite_array(norms, "norms")
+    if dU.shape != U.shape or U.ndim != 2 or norms.size != U.shape[0] or norms.ndim not in (1, 2):
         raise ValueError(f"dU and U must share one (n, d) shape and norms have n rows, "
                          f"got dU {dU.shape}, U {U.shape}, norms {norms.shape}")
+    norms = norms.reshape(-1, 1)
+    if not np.all(norms > 0):
+        raise ValueError("norms must be the rows' lengths (> 0), as normalize_rows returns them")
     return (dU - U * np.einsum("ij,ij->i", U, dU)[:, None]) / norms
 
 
@@ -191,14 +239,19 @@ def info_nce_grads(Q: np.ndarray, P: np.ndarray, tau: float, symmetric: bool = F
     row; the rest is the chain rule through S = Q P^T / tau.
     """
     tau = valid_tau(tau)
-    Q, P = np.asarray(Q, dtype=np.float64), np.asarray(P, dtype=np.float64)
+    symmetric = one_bool(symmetric, "symmetric")
+    Q, P = finite_array(Q, "Q", train_with="info_nce_torch"), finite_array(P, "P", train_with="info_nce_torch")
     if Q.ndim != 2 or P.ndim != 2 or Q.shape[1] != P.shape[1]:
         raise ValueError(f"Q (B, d) and P (M, d) must be 2-D with the same d, got {Q.shape} and {P.shape}")
-    if P.shape[0] < Q.shape[0] or Q.shape[0] == 0:
+    if Q.shape[0] == 0 or Q.shape[1] == 0:
+        raise ValueError(f"Q needs at least one row and one column, got shape {Q.shape}")
+    if P.shape[0] < Q.shape[0]:
         raise ValueError(f"P needs at least as many rows as Q (card i answers question i), got {P.shape[0]} < {Q.shape[0]}")
     if symmetric and P.shape[0] != Q.shape[0]:
         raise ValueError(f"symmetric=True needs a square table (M == B), got B={Q.shape[0]}, M={P.shape[0]}")
-    S = Q @ P.T
+    with np.errstate(over="ignore"):
+        S = Q @ P.T
+    scaled_scores(S, tau, name="Q @ P.T")  # refuses a table that overflows, or overflows once divided by tau
     dS = _table_grad(S, tau)
     if symmetric:
         dS = 0.5 * dS + 0.5 * _table_grad(S.T, tau).T
@@ -212,17 +265,22 @@ def encoder_loss_and_grad(W: np.ndarray, Xq: np.ndarray, Xp: np.ndarray, tau: fl
     Backward: `info_nce_grads`, then `normalize_backward`, then dW = X^T dA
     for both sides (W is shared, so the two contributions add).
     """
-    W, Xq, Xp = (np.asarray(a, dtype=np.float64) for a in (W, Xq, Xp))
+    tau = valid_tau(tau)
+    W, Xq, Xp = finite_array(W, "W"), finite_array(Xq, "Xq"), finite_array(Xp, "Xp")
     if W.ndim != 2 or Xq.ndim != 2 or Xp.ndim != 2 or Xq.shape[1] != W.shape[0] or Xp.shape[1] != W.shape[0]:
         raise ValueError(f"Xq (B, V), Xp (M, V) and W (V, d) must fit, got {Xq.shape}, {Xp.shape}, {W.shape}")
-    Q, P = normalize_rows(Xq @ W)[0], normalize_rows(Xp @ W)[0]
-    return info_nce(Q @ P.T, tau), _encoder_grad(W, Xq, Xp, valid_tau(tau))
+    if Xq.shape[0] == 0 or Xp.shape[0] < Xq.shape[0]:
+        raise ValueError(f"Xp needs at least as many rows as Xq >= 1 (card i answers question i), "
+                         f"got {Xp.shape[0]} and {Xq.shape[0]}")
+    with np.errstate(over="ignore"):
+        Q, P = _normalize(Xq @ W, "Xq @ W")[0], _normalize(Xp @ W, "Xp @ W")[0]
+    return info_nce(Q @ P.T, tau), _encoder_grad(W, Xq, Xp, tau)
 
 
 def _encoder_grad(W: np.ndarray, Xq: np.ndarray, Xp: np.ndarray, tau: float) -> np.ndarray:
     """dW (V, d) of the batch loss: the backward pass that training runs every step."""
-    Q, q_norms = normalize_rows(Xq @ W)
-    P, p_norms = normalize_rows(Xp @ W)
+    Q, q_norms = _normalize(Xq @ W, "Xq @ W")
+    P, p_norms = _normalize(Xp @ W, "Xp @ W")
     dS = _table_grad(Q @ P.T, tau)  # = what info_nce_grads starts from
     dQ, dP = dS @ P, dS.T @ Q
     return Xq.T @ normalize_backward(dQ, Q, q_norms) + Xp.T @ normalize_backward(dP, P, p_norms)
@@ -235,6 +293,10 @@ def _check_problem(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def finite_difference_check(seed: int = 0, eps: float = 1e-6, tau: float = 0.5) -> float:
     """Largest |hand gradient - central finite difference| over every entry of W (6, 4)."""
+    seed, tau = whole_number(seed, "seed", 0), valid_tau(tau)
+    eps = real_number(eps, "eps", "a finite number > 0")
+    if not (math.isfinite(eps) and eps > 0):
+        raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
     Xq, Xp, W = _check_problem(seed)
     _, dW = encoder_loss_and_grad(W, Xq, Xp, tau)
     worst = 0.0
@@ -248,6 +310,7 @@ def finite_difference_check(seed: int = 0, eps: float = 1e-6, tau: float = 0.5) 
 
 def autograd_check(seed: int = 0, tau: float = 0.5) -> float:
     """Largest |hand gradient - torch autograd gradient| of the same loss, float64."""
+    seed, tau = whole_number(seed, "seed", 0), valid_tau(tau)
     Xq, Xp, W = _check_problem(seed)
     _, dW = encoder_loss_and_grad(W, Xq, Xp, tau)
     Wt = torch.tensor(W, requires_grad=True)
@@ -287,9 +350,20 @@ def _exam_features(topics: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.
     return tuple(bag_of_words([t[k] for t in triples], VOCAB) for k in range(3))
 
 
+def _check_model(model: BiEncoder) -> None:
+    if not isinstance(model, BiEncoder):
+        raise ValueError(f"model must be a BiEncoder from train_bi_encoder, got {type(model).__name__}")
+    W = finite_array(model.W, "model.W")
+    if W.ndim != 2 or W.shape[0] != len(model.vocab) or W.shape[1] == 0:
+        raise ValueError(f"model.W must be (V, d) with one row per word of model.vocab ({len(model.vocab)}), "
+                         f"got shape {W.shape}")
+
+
 def _check_topics(topics: Iterable[str], name: str = "topics") -> tuple[str, ...]:
     if isinstance(topics, str):
         raise ValueError(f"{name} must be a list of topic names, not one string; wrap it: [{topics!r}]")
+    if not isinstance(topics, Iterable) or isinstance(topics, Mapping):
+        raise ValueError(f"{name} must be a list of topic names, got {type(topics).__name__}")
     topics = tuple(topics)
     known = TRAIN_TOPICS + UNSEEN_TOPICS
     unknown = [t for t in topics if t not in known]
@@ -307,8 +381,7 @@ def _accuracy(W: np.ndarray, topics: tuple[str, ...]) -> float:
 
 def look_alike_accuracy(model: BiEncoder, topics: Iterable[str] = UNSEEN_TOPICS) -> float:
     """Share of the topics' questions whose right card scores above its same-topic look-alike."""
-    if not isinstance(model, BiEncoder):
-        raise ValueError(f"model must be a BiEncoder from train_bi_encoder, got {type(model).__name__}")
+    _check_model(model)
     topics = _check_topics(topics)
     if model.vocab == VOCAB:
         return _accuracy(model.W, topics)
@@ -322,8 +395,7 @@ def topic_accuracy(model: BiEncoder, topics: Iterable[str] = UNSEEN_TOPICS) -> f
 
     The test the in-batch negatives train for: the wrong cards differ from the right one only by topic.
     """
-    if not isinstance(model, BiEncoder):
-        raise ValueError(f"model must be a BiEncoder from train_bi_encoder, got {type(model).__name__}")
+    _check_model(model)
     topics = _check_topics(topics)
     if len(topics) < 2:
         raise ValueError("topic_accuracy needs at least two topics: the wrong cards are the other topics' cards")
@@ -339,9 +411,16 @@ def topic_accuracy(model: BiEncoder, topics: Iterable[str] = UNSEEN_TOPICS) -> f
 
 
 def _positive_int(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
+    return whole_number(value, name, low)
+
+
+def _settings(hard_negatives: bool, seed: int, batch: int, dim: int) -> tuple[bool, int, int, int]:
+    """The checked settings that `first_batch` and `train_bi_encoder` share."""
+    hard_negatives = one_bool(hard_negatives, "hard_negatives")
+    seed, dim, batch = _positive_int(seed, "seed", 0), _positive_int(dim, "dim", 1), _positive_int(batch, "batch", 2)
+    if batch > len(TRAIN_TOPICS):
+        raise ValueError(f"batch must be at most {len(TRAIN_TOPICS)} (one question per training topic), got {batch}")
+    return hard_negatives, seed, batch, dim
 
 
 def _draw_batch(rng: np.random.Generator, batch: int) -> tuple[int, np.ndarray, np.ndarray]:
@@ -353,6 +432,7 @@ def _draw_batch(rng: np.random.Generator, batch: int) -> tuple[int, np.ndarray, 
 
 def first_batch(hard_negatives: bool, *, seed: int = 0, batch: int = 8, dim: int = 16) -> tuple[list[str], list[str]]:
     """The texts of the first training batch: (questions, cards); card i answers question i."""
+    hard_negatives, seed, batch, dim = _settings(hard_negatives, seed, batch, dim)
     rng = np.random.default_rng(seed)
     rng.normal(0.0, 1.0 / math.sqrt(dim), (len(VOCAB), dim))  # the same draws as train_bi_encoder's start
     intent, topics, templates = _draw_batch(rng, batch)
@@ -381,17 +461,14 @@ def train_bi_encoder(
     returns {step: look-alike accuracy on ``checkpoint_topics``}, recorded
     during this one run (step 0 is the untrained model).
     """
-    if not isinstance(hard_negatives, (bool, np.bool_)):
-        raise ValueError(f"hard_negatives must be True or False, got {hard_negatives!r}")
-    seed, steps, dim = _positive_int(seed, "seed", 0), _positive_int(steps, "steps", 0), _positive_int(dim, "dim", 1)
-    batch = _positive_int(batch, "batch", 2)
-    if batch > len(TRAIN_TOPICS):
-        raise ValueError(f"batch must be at most {len(TRAIN_TOPICS)} (one question per training topic), got {batch}")
+    hard_negatives, seed, batch, dim = _settings(hard_negatives, seed, batch, dim)
+    steps = _positive_int(steps, "steps", 0)
     tau = valid_tau(tau)
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    lr = _learning_rate(lr)
     wanted: set[int] = set()
     if checkpoints is not None:
+        if isinstance(checkpoints, (str, bytes)) or not isinstance(checkpoints, Iterable):
+            raise ValueError(f"checkpoints must be a list of step counts, got {checkpoints!r:.40}")
         wanted = {_positive_int(c, "checkpoints", 0) for c in checkpoints}
         if not wanted or max(wanted) > steps:
             raise ValueError(f"checkpoints must be step counts between 0 and steps={steps}, got {sorted(wanted)}")
@@ -416,11 +493,33 @@ def train_bi_encoder(
     return (model, dict(sorted(curve.items()))) if checkpoints is not None else model
 
 
+def _learning_rate(lr: float) -> float:
+    value = real_number(lr, "lr", "a finite number > 0")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    return value
+
+
+_SWEEP_SETTINGS = ("steps", "batch", "tau", "lr", "dim")
+
+
 def seed_sweep(seeds: Iterable[int] = range(10), **train_kwargs) -> dict[str, np.ndarray]:
-    """Both models on each seed: look-alike accuracy on unseen and training topics, one array per key."""
-    seeds = list(seeds)
+    """Both models on each seed: look-alike accuracy on unseen and training topics, one array per key.
+
+    ``train_kwargs`` are `train_bi_encoder`'s steps, batch, tau, lr and dim, checked before any training.
+    """
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
+        raise ValueError(f"seeds must be a list of integers >= 0, got {seeds!r:.40}")
+    seeds = [_positive_int(s, "seeds", 0) for s in seeds]
     if not seeds:
         raise ValueError("seeds must name at least one seed")
+    unknown = sorted(set(train_kwargs) - set(_SWEEP_SETTINGS))
+    if unknown:
+        raise ValueError(f"seed_sweep passes only {', '.join(_SWEEP_SETTINGS)} to train_bi_encoder, got {unknown}")
+    _settings(True, 0, train_kwargs.get("batch", 8), train_kwargs.get("dim", 16))
+    _positive_int(train_kwargs.get("steps", 400), "steps", 0)
+    valid_tau(train_kwargs.get("tau", 0.1))
+    _learning_rate(train_kwargs.get("lr", 0.5))
     out: dict[str, list[float]] = {"in_batch": [], "hard": [], "in_batch_train": [], "hard_train": []}
     for s in seeds:
         for hard, key in ((False, "in_batch"), (True, "hard")):

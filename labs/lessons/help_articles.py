@@ -10,6 +10,10 @@ Lessons: ``notebooks/01_pooling.ipynb`` and ``notebooks/09_beyond_one_vector.ipy
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from labs.lessons.inputs import text_list, whole_number
+
 __all__ = ["PRODUCTS", "ARTICLE_KINDS", "help_articles", "help_questions"]
 
 
@@ -81,11 +85,20 @@ def help_questions(products: list[str], variants: tuple[int, ...] = (1, 2)) -> l
 
     Ordered by variant, then product, then article kind.
     """
+    products = text_list(products, "products")
+    if not products:
+        raise ValueError(f"products must name at least one product; choose from {list(PRODUCTS)}")
     unknown = [p for p in products if p not in PRODUCTS]
     if unknown:
         raise ValueError(f"products: unknown {unknown}; choose from {list(PRODUCTS)}")
-    bad = [v for v in variants if v not in (0, 1, 2, 3)]
-    if bad or not variants:
-        raise ValueError(f"variants must be a non-empty tuple of 0, 1, 2, 3, got {variants!r}")
+    wrong = ValueError(f"variants must be a non-empty tuple of 0, 1, 2, 3, got {variants!r:.60}")
+    if isinstance(variants, (str, bytes)) or not isinstance(variants, Iterable):
+        raise wrong
+    try:
+        variants = tuple(whole_number(v, "variants", 0) for v in variants)  # 1.0 and True are not variants
+    except ValueError:
+        raise wrong from None
+    if not variants or any(v > 3 for v in variants):
+        raise wrong
     return [(ARTICLE_KINDS[kind][1][v].format(p=p, s=PRODUCTS[p]), f"{p}/{kind}")
             for v in variants for p in products for kind in ARTICLE_KINDS]

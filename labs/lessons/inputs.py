@@ -9,11 +9,16 @@ and trusts it after that. These are the shared checks:
 - `valid_margin`: a margin is a finite number (negative is allowed);
 - `real_array`: a table of real numbers as float64: not ragged, not complex, not booleans or
   text, and not a torch tensor that requires grad (these functions compute with NumPy, where
-  autograd cannot follow: the message says to detach it, or to use the ``_torch`` twin);
+  autograd cannot follow: the message says to detach it, or names the torch form to train with);
+- `finite_array`: `real_array`, and no NaN or infinite entry;
 - `scaled_scores`: a (B, M) similarity table with M >= B, finite, divided by tau
-  without overflowing, as float64.
+  without overflowing, as float64;
+- `whole_number`: one integer (Python's or NumPy's, not a bool, not a float such as 2.0);
+- `one_bool`: True or False (not a string, not a number);
+- `text_list`: a list of strings, not one string (which would be read letter by letter).
 
 Booleans and strings are never numbers here, even where Python or NumPy would convert them.
+A NumPy masked array is refused: NumPy would hand its masked entries over as numbers.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["real_number", "valid_tau", "valid_margin", "real_array", "scaled_scores"]
+__all__ = ["real_number", "valid_tau", "valid_margin", "real_array", "finite_array", "scaled_scores",
+           "whole_number", "one_bool", "text_list"]
 
 
 def _is_tensor(value) -> bool:
@@ -46,13 +52,21 @@ def real_number(value, name: str, what: str) -> float:
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be {what}, got {value!r}") from None
+        raise ValueError(f"{name} must be {what}, got {value!r:.60}") from None
+    except OverflowError:  # an int beyond float64's range (about 1.8e308)
+        raise ValueError(f"{name} must be {what}, got {value!r:.20}..., too large for a float") from None
 
 
 def _torch_bool():
     import torch
 
     return torch.bool
+
+
+def _torch_bfloat16():
+    import torch
+
+    return torch.bfloat16
 
 
 def valid_tau(tau: float, name: str = "tau") -> float:
@@ -71,21 +85,30 @@ def valid_margin(margin: float) -> float:
     return value
 
 
-def real_array(value, name: str) -> np.ndarray:
+_INFONCE_TWINS = "the _torch form (info_nce_torch, info_nce_masked_torch)"
+
+
+def real_array(value, name: str, *, train_with: str | None = _INFONCE_TWINS) -> np.ndarray:
     """``value`` as a float64 NumPy array, or ValueError naming ``name``.
 
     Refused: ragged nesting (rows of different lengths), complex numbers, booleans, text or other
-    objects, and a torch tensor that requires grad (NumPy cannot carry its gradient: detach it, or
-    use the ``_torch`` form of the function). Other tensors are read as their values.
+    objects, a NumPy masked array, and a torch tensor that requires grad (NumPy cannot carry its
+    gradient: detach it, or use ``train_with``, the torch form that autograd can follow, which the
+    message names when given). Other tensors are read as their values (bfloat16 as float32).
     """
     if _is_tensor(value):
         if value.requires_grad:
             raise ValueError(f"{name} is a torch tensor that requires grad: this function computes with NumPy, "
-                             f"where autograd cannot follow. Pass {name}.detach() for the value, or use the "
-                             "_torch form (info_nce_torch, info_nce_masked_torch) to train through it")
+                             f"where autograd cannot follow. Pass {name}.detach() for the value"
+                             + (f", or use {train_with} to train through it" if train_with else ""))
         if value.dtype.is_complex:
-            raise ValueError(f"{name} holds complex numbers; give real scores")
+            raise ValueError(f"{name} holds complex numbers; give real numbers")
+        if value.dtype == _torch_bfloat16():  # NumPy has no bfloat16: read it as float32, exactly
+            value = value.float()
         value = value.detach().cpu().numpy()
+    if isinstance(value, np.ma.MaskedArray):
+        raise ValueError(f"{name} is a masked array: NumPy would use its masked entries as numbers. Pass only "
+                         f"the entries to keep (or {name}.filled(value) to say what a masked entry counts as)")
     try:
         array = np.asarray(value)
     except ValueError:
@@ -93,18 +116,29 @@ def real_array(value, name: str) -> np.ndarray:
     except (TypeError, RuntimeError) as err:  # e.g. a list of tensors that require grad
         raise ValueError(f"{name} cannot be read as a table of real numbers: {' '.join(str(err).split())}") from None
     if array.dtype.kind == "O":  # e.g. Fractions or numbers mixed with None: real numbers only
-        try:
-            array = np.asarray([real_number(x, name, "real numbers") for x in array.ravel()],
-                               dtype=np.float64).reshape(array.shape)
-        except ValueError:
-            raise ValueError(f"{name} must hold real numbers, got {next(iter(array.ravel()), None)!r:.40} and "
-                             "the like") from None
+        numbers = []
+        for x in array.ravel():
+            try:
+                numbers.append(real_number(x, name, "real numbers"))
+            except ValueError:
+                too_large = isinstance(x, int) and not isinstance(x, bool)  # other ints convert
+                raise ValueError(f"{name} must hold real numbers, got {x!r:.40}"
+                                 + (" (too large for a float)" if too_large else "")) from None
+        array = np.asarray(numbers, dtype=np.float64).reshape(array.shape)
     if array.dtype.kind == "c":
-        raise ValueError(f"{name} holds complex numbers; give real scores")
+        raise ValueError(f"{name} holds complex numbers; give real numbers")
     if array.dtype.kind not in "iuf":
         what = {"b": "booleans", "U": "text", "S": "bytes"}.get(array.dtype.kind, f"dtype {array.dtype}")
         raise ValueError(f"{name} must hold real numbers, got {what}")
     return array.astype(np.float64)
+
+
+def finite_array(value, name: str, *, train_with: str | None = None) -> np.ndarray:
+    """`real_array`, and ValueError "{name} contains NaN or infinite entries" if any entry is not finite."""
+    array = real_array(value, name, train_with=train_with)
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    return array
 
 
 def scaled_scores(S: np.ndarray | Sequence, tau: float, name: str = "S") -> np.ndarray:
@@ -127,3 +161,37 @@ def scaled_scores(S: np.ndarray | Sequence, tau: float, name: str = "S") -> np.n
     if not np.all(np.isfinite(scaled)):
         raise ValueError(f"tau={tau!r} is too small for these scores: {name} / tau overflows")
     return scaled
+
+
+def whole_number(value, name: str, minimum: int | None = None) -> int:
+    """``int(value)`` for a Python or NumPy integer (at least ``minimum`` if given), or ValueError naming
+    ``name``: bools, floats (even 2.0), strings and tensors are refused."""
+    wanted = "an integer" if minimum is None else f"an integer >= {minimum}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be {wanted}, got {value!r:.60}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+    return int(value)
+
+
+def one_bool(value, name: str) -> bool:
+    """``value`` as a bool if it is True or False (NumPy's too), or ValueError naming ``name``: a string
+    such as "no" or a number would otherwise count as true or false without a word."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r:.60}")
+    return bool(value)
+
+
+def text_list(value, name: str) -> list[str]:
+    """``value`` as a list of strings, or ValueError naming ``name``: one string (which would be read
+    letter by letter), None, or an entry that is not a string."""
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"{name} must be a list of strings, not one string; wrap it: [{value!r:.40}]")
+    try:
+        texts = list(value)
+    except TypeError:
+        raise ValueError(f"{name} must be a list of strings, got {type(value).__name__}") from None
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"{name}[{i}] must be a string, got {text!r:.40}")
+    return texts

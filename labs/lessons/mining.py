@@ -45,13 +45,15 @@ import contextlib
 import math
 import random
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from labs.lessons.infonce import info_nce
-from labs.lessons.inputs import valid_tau
+from labs.lessons.inputs import (
+    finite_array, real_number, scaled_scores, text_list, valid_tau, whole_number,
+)
 
 if TYPE_CHECKING:  # sentence-transformers is slow to import; loaded when needed
     from sentence_transformers import SentenceTransformer
@@ -106,26 +108,58 @@ ALSO_ANSWERS = {ROUTER_QUESTION: ("aurora-powercycle",)}
 
 def product_of(card_id: str) -> str:
     """The product a card is about: ``"aurora-reset"`` -> ``"aurora"``."""
+    if not isinstance(card_id, str):
+        raise ValueError(f"card_id must be a card id such as 'aurora-reset', got {card_id!r:.40}")
     return card_id.split("-", 1)[0]
 
 
+def _pair_list(pairs: Iterable[tuple[str, str]], name: str = "pairs") -> list[tuple[str, str]]:
+    """A list of (question, card id) pairs of strings, or ValueError naming ``name``."""
+    if isinstance(pairs, (str, bytes, Mapping)) or not isinstance(pairs, Iterable):
+        raise ValueError(f"{name} must be a list of (question, card id) pairs, got {pairs!r:.60}")
+    out = []
+    for i, p in enumerate(pairs):
+        if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 2 \
+                or not isinstance(p[0], str) or not isinstance(p[1], str):
+            raise ValueError(f"{name}[{i}] must be a (question text, card id) pair, got {p!r:.60}")
+        out.append(tuple(p))
+    return out
+
+
 def _check_pairs(pairs: Sequence[tuple[str, str]], cards: Mapping[str, str]) -> list[tuple[str, str]]:
-    pairs = [tuple(p) for p in pairs]
+    if isinstance(pairs, (str, bytes, Mapping)) or not isinstance(pairs, Iterable):
+        raise ValueError(f"pairs must be a list of (question, card id) pairs, got {pairs!r:.60}")
+    pairs = [tuple(p) if isinstance(p, Sequence) and not isinstance(p, (str, bytes)) else p for p in pairs]
     if not pairs:
         raise ValueError("pairs must hold at least one (question, card id) pair")
     for i, p in enumerate(pairs):
-        if len(p) != 2 or not isinstance(p[0], str) or p[1] not in cards:
-            raise ValueError(f"pairs[{i}] must be (question text, a card id of cards), got {p!r}")
+        if not isinstance(p, tuple) or len(p) != 2 or not isinstance(p[0], str) or not isinstance(p[1], str) \
+                or p[1] not in cards:
+            raise ValueError(f"pairs[{i}] must be (question text, a card id of cards), got {p!r:.80}")
     return pairs
 
 
-def _positives(pairs: list[tuple[str, str]], known: Mapping[str, Sequence[str]] | None) -> dict[str, set[str]]:
+def _known(known: Mapping[str, Sequence[str]] | None) -> dict[str, list[str]]:
+    """known_positives as {question: [card id, ...]}, or ValueError naming it."""
+    if known is None:
+        return {}
+    if not isinstance(known, Mapping):
+        raise ValueError(f"known_positives must map a question to a list of card ids, got {type(known).__name__}")
+    out = {}
+    for q, extra in known.items():
+        if not isinstance(q, str):
+            raise ValueError(f"known_positives must map question texts to card ids, got the key {q!r:.40}")
+        if isinstance(extra, (str, bytes)):
+            raise ValueError(f"known_positives[{q!r}] must be a list of card ids, not one string")
+        out[q] = text_list(extra, f"known_positives[{q!r}]")
+    return out
+
+
+def _positives(pairs: list[tuple[str, str]], known: dict[str, list[str]]) -> dict[str, set[str]]:
     positives: dict[str, set[str]] = {}
     for q, c in pairs:
         positives.setdefault(q, set()).add(c)
-    for q, extra in (known or {}).items():
-        if isinstance(extra, str):
-            raise ValueError(f"known_positives[{q!r}] must be a list of card ids, not one string")
+    for q, extra in known.items():
         positives.setdefault(q, set()).update(extra)
     return positives
 
@@ -135,17 +169,20 @@ def mine_by_scores(scores: np.ndarray, pairs: Sequence[tuple[str, str]], card_id
     """The mining rule by hand: per question, rank the cards, drop its positives, keep the first ``num_negatives``.
 
     ``scores`` (Q, N) has one row per distinct question of ``pairs`` in order of
-    first appearance. Equal scores keep the order of ``card_ids``.
+    first appearance. Equal scores keep the order of ``card_ids``. ``scores`` must be real, finite
+    numbers; ``card_ids`` distinct strings.
     """
-    card_ids = list(card_ids)
+    card_ids = text_list(card_ids, "card_ids")
+    if len(set(card_ids)) != len(card_ids):
+        repeated = sorted({c for c in card_ids if card_ids.count(c) > 1})
+        raise ValueError(f"card_ids must be distinct (one per column of scores), got {repeated} more than once")
     pairs = _check_pairs(pairs, dict.fromkeys(card_ids, ""))
-    positives = _positives(pairs, known_positives)
+    positives = _positives(pairs, _known(known_positives))
     questions = list(dict.fromkeys(q for q, _ in pairs))
-    scores = np.asarray(scores, dtype=np.float64)
+    scores = finite_array(scores, "scores")
     if scores.shape != (len(questions), len(card_ids)):
         raise ValueError(f"scores must be (questions, cards) = ({len(questions)}, {len(card_ids)}), got {scores.shape}")
-    if isinstance(num_negatives, bool) or not isinstance(num_negatives, int) or num_negatives < 1:
-        raise ValueError(f"num_negatives must be an integer >= 1, got {num_negatives!r}")
+    num_negatives = whole_number(num_negatives, "num_negatives", 1)
     mined = {}
     for q, row in zip(questions, scores):
         order = np.argsort(-row, kind="stable")
@@ -155,11 +192,30 @@ def mine_by_scores(scores: np.ndarray, pairs: Sequence[tuple[str, str]], card_id
 
 def embedding_scores(model: SentenceTransformer, questions: Sequence[str], cards: Mapping[str, str] = CARDS) -> np.ndarray:
     """Cosines (Q, N) between the questions and the cards under an embedding model."""
-    if isinstance(questions, str) or not questions:
+    if isinstance(questions, str):
+        raise ValueError("questions must be a non-empty list of strings, not one string")
+    questions = text_list(questions, "questions")
+    if not questions:
         raise ValueError("questions must be a non-empty list of strings")
+    cards = _cards(cards)
+    _check_model(model)
     Q = model.encode(list(questions), normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
     C = model.encode(list(cards.values()), normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
     return (Q @ C.T).astype(np.float64)
+
+
+def _cards(cards: Mapping[str, str]) -> Mapping[str, str]:
+    if not isinstance(cards, Mapping) or not cards:
+        raise ValueError(f"cards must be a non-empty dict of card id -> text, got {cards!r:.40}")
+    for cid, text in cards.items():
+        if not isinstance(cid, str) or not isinstance(text, str):
+            raise ValueError(f"cards must map card ids (strings) to texts (strings), got {cid!r:.30}: {text!r:.30}")
+    return cards
+
+
+def _check_model(model) -> None:
+    if not callable(getattr(model, "encode", None)):
+        raise ValueError(f"model must be a SentenceTransformer (something with .encode), got {type(model).__name__}")
 
 
 @contextlib.contextmanager
@@ -202,8 +258,13 @@ def mine_with_model(model: SentenceTransformer, pairs: Sequence[tuple[str, str]]
     from datasets import Dataset
     from sentence_transformers.util import mine_hard_negatives
 
+    cards = _cards(cards)
+    _check_model(model)
     pairs = _check_pairs(pairs, cards)
-    rows = pairs + [(q, c) for q, extra in (known_positives or {}).items() for c in extra if (q, c) not in pairs]
+    num_negatives = whole_number(num_negatives, "num_negatives", 1)
+    if seed is not None:
+        seed = whole_number(seed, "seed", 0)
+    rows = pairs + [(q, c) for q, extra in _known(known_positives).items() for c in extra if (q, c) not in pairs]
     for q, c in rows:
         if c not in cards:
             raise ValueError(f"known_positives names {c!r} for {q!r}, which is not a card id")
@@ -223,23 +284,30 @@ def mine_with_model(model: SentenceTransformer, pairs: Sequence[tuple[str, str]]
 
 
 def row_loss(scores: Sequence[float], tau: float = 0.05) -> tuple[float, float]:
-    """InfoNCE loss of one question whose scores list its positive first, and the positive's softmax share."""
-    row = np.asarray(scores, dtype=np.float64).reshape(1, -1)
-    if row.shape[1] < 2:
-        raise ValueError("scores needs the positive and at least one negative")
-    loss = info_nce(row, valid_tau(tau))
+    """InfoNCE loss of one question whose scores list its positive first, and the positive's softmax share.
+
+    ``scores`` is one row (1-D) of real, finite numbers: the positive, then at least one negative.
+    """
+    tau = valid_tau(tau)
+    s = finite_array(scores, "scores")
+    if s.ndim != 1 or s.size < 2:
+        raise ValueError(f"scores needs the positive and at least one negative, as one row (1-D); got shape {s.shape}")
+    row = s.reshape(1, -1)
+    scaled_scores(row, tau, name="scores")  # refuses a tau so small that scores / tau overflows, naming scores
+    loss = info_nce(row, tau)
     return loss, math.exp(-loss)
 
 
 def dedupe_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """Drop exact repeats of a (question, card) pair, keeping the first; order is kept."""
-    return list(dict.fromkeys(tuple(p) for p in pairs))
+    return list(dict.fromkeys(_pair_list(pairs)))
 
 
 def shuffled_batches(n: int, batch_size: int, seed: int = 0) -> list[list[int]]:
     """Plain shuffled batches of rows 0..n-1 (what a default sampler does): nothing keeps answers apart."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 2 <= batch_size:
-        raise ValueError(f"batch_size must be an integer >= 2, got {batch_size!r}")
+    n = whole_number(n, "n", 0)
+    batch_size = whole_number(batch_size, "batch_size", 2)
+    seed = whole_number(seed, "seed", 0)
     order = np.random.default_rng(seed).permutation(n).tolist()
     return [order[i:i + batch_size] for i in range(0, n, batch_size)]
 
@@ -251,9 +319,10 @@ def no_duplicate_batches(pairs: Sequence[tuple[str, str]] = PAIRS, cards: Mappin
     from datasets import Dataset
     from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
 
+    cards = _cards(cards)
     pairs = _check_pairs(pairs, cards)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 2 <= batch_size:
-        raise ValueError(f"batch_size must be an integer >= 2, got {batch_size!r}")
+    batch_size = whole_number(batch_size, "batch_size", 2)
+    seed = whole_number(seed, "seed", 0)
     data = Dataset.from_dict({"anchor": [q for q, _ in pairs], "positive": [cards[c] for _, c in pairs]})
     sampler = NoDuplicatesBatchSampler(data, batch_size=batch_size, drop_last=False,
                                        generator=torch.Generator(), seed=seed)
@@ -262,6 +331,16 @@ def no_duplicate_batches(pairs: Sequence[tuple[str, str]] = PAIRS, cards: Mappin
 
 def repeated_answer_batches(batches: Sequence[Sequence[int]], pairs: Sequence[tuple[str, str]] = PAIRS) -> list[int]:
     """Indices of the batches in which one card answers two of the batch's questions."""
+    pairs = _pair_list(pairs)
+    if isinstance(batches, (str, bytes, Mapping)) or not isinstance(batches, Iterable):
+        raise ValueError(f"batches must be a list of batches of row indices, got {batches!r:.40}")
+    batches = list(batches)
+    for k, batch in enumerate(batches):
+        if isinstance(batch, (str, bytes, Mapping)) or not isinstance(batch, Iterable):
+            raise ValueError(f"batches[{k}] must be a list of row indices, got {batch!r:.40}")
+        for i in batch:
+            if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or not 0 <= i < len(pairs):
+                raise ValueError(f"batches[{k}] holds {i!r:.20}, which is not a row of pairs (0..{len(pairs) - 1})")
     out = []
     for k, batch in enumerate(batches):
         answers = [pairs[i][1] for i in batch]
@@ -273,9 +352,7 @@ def repeated_answer_batches(batches: Sequence[Sequence[int]], pairs: Sequence[tu
 def same_batch_chance(n: int, batch_size: int) -> float:
     """Exact chance that plain shuffling of ``n`` rows into batches of ``batch_size`` (the last one
     shorter) puts two given rows in the same batch: the same-batch pairs over all pairs of rows."""
-    for value, name, low in ((n, "n", 2), (batch_size, "batch_size", 2)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    n, batch_size = whole_number(n, "n", 2), whole_number(batch_size, "batch_size", 2)
     sizes = [batch_size] * (n // batch_size) + ([n % batch_size] if n % batch_size else [])
     return sum(s * (s - 1) / 2 for s in sizes) / (n * (n - 1) / 2)
 
@@ -288,8 +365,38 @@ def same_batch_chance(n: int, batch_size: int) -> float:
 _FIRST_RUN_CONDITIONS = {"minilm": "untouched", "mnrl": "inbatch", "mnrl_hn": "hn_top1", "mnrl_hn_filt": "hn_filtered"}
 
 
+def _results(results: Mapping) -> Mapping:
+    if not isinstance(results, Mapping):
+        raise ValueError(f"results must be the loaded results dict, got {type(results).__name__}")
+    return results
+
+
+def _metric(metric: str) -> str:
+    if not isinstance(metric, str):
+        raise ValueError(f"metric must be a metric name such as 'mrr@10', got {metric!r:.40}")
+    return metric
+
+
+@contextlib.contextmanager
+def _reading(metric: str | None = None):
+    """Turn what a results dict of another layout raises into one ValueError saying what is missing."""
+    try:
+        yield
+    except KeyError as err:
+        key = err.args[0] if err.args else None
+        if metric is not None and key == metric:
+            raise ValueError(f"metric {metric!r} is not in the results (the lessons read 'mrr@10')") from None
+        raise ValueError(f"results has no {key!r} where docs_experiment.json has one: not that file's layout") from None
+    except (TypeError, IndexError, AttributeError) as err:
+        raise ValueError(f"results does not have docs_experiment.json's layout ({type(err).__name__}: "
+                         f"{' '.join(str(err).split())[:120]})") from None
+
+
 def verdict(low: float, high: float) -> str:
     """What a 95% interval of a difference says: "above 0", "below 0" or "includes 0"."""
+    low, high = real_number(low, "low", "a number"), real_number(high, "high", "a number")
+    if math.isnan(low) or math.isnan(high):
+        raise ValueError(f"low and high must be numbers, got [{low}, {high}]")
     if not low <= high:
         raise ValueError(f"an interval needs low <= high, got [{low}, {high}]")
     return "above 0" if low > 0 else "below 0" if high < 0 else "includes 0"
@@ -303,8 +410,15 @@ def experiment_differences(results: Mapping, metric: str = "mrr@10") -> list[dic
     ["a - b"][subset][metric]`` and the first run's ``results["differences"]["a - b"][metric]``
     (one start, MiniLM, overall only).
     """
-    if not isinstance(results, Mapping):
-        raise ValueError(f"results must be the loaded results dict, got {type(results).__name__}")
+    results, metric = _results(results), _metric(metric)
+    with _reading(metric):
+        rows = _differences(results, metric)
+    for row in rows:
+        row["verdict"] = verdict(row["low"], row["high"])
+    return rows
+
+
+def _differences(results: Mapping, metric: str) -> list[dict]:
     rows = []
     if "starts" in results:
         for start, block in results["starts"].items():
@@ -326,13 +440,17 @@ def experiment_differences(results: Mapping, metric: str = "mrr@10") -> list[dic
                          "low": cell["ci95"][0], "high": cell["ci95"][1]})
     else:
         raise ValueError("results has neither 'starts' nor 'differences': not a docs_experiment.json")
-    for row in rows:
-        row["verdict"] = verdict(row["low"], row["high"])
     return rows
 
 
 def design_lines(results: Mapping, width: int = 46) -> list[str]:
     """The experiment's design as its results file records it, in lines of at most ``width`` characters."""
+    results, width = _results(results), whole_number(width, "width", 10)
+    with _reading():
+        return _design_lines(results, width)
+
+
+def _design_lines(results: Mapping, width: int) -> list[str]:
     data, st = results["data"], results["settings"]
     if "starts" in results:
         splits: dict[str, list[str]] = {}
@@ -361,6 +479,12 @@ def design_lines(results: Mapping, width: int = 46) -> list[str]:
 def validation_curves(results: Mapping, metric: str = "mrr@10") -> list[dict]:
     """Each trained condition's validation curve, averaged over seeds: {start, condition, steps, mean},
     with ``steps`` and ``mean`` as arrays (both layouts of ``docs_experiment.json``)."""
+    results, metric = _results(results), _metric(metric)
+    with _reading(metric):
+        return _validation_curves(results, metric)
+
+
+def _validation_curves(results: Mapping, metric: str) -> list[dict]:
     if "starts" in results:
         runs = [(start, cond, block["curves"]) for start, s in results["starts"].items()
                 for cond, block in s["conditions"].items()]
@@ -381,6 +505,12 @@ def validation_curves(results: Mapping, metric: str = "mrr@10") -> list[dict]:
 def mining_summary(results: Mapping) -> dict[str, dict]:
     """Per mining setting: {negatives, mean_answer_score, mean_negative_score, above_95pct} from
     ``docs_experiment.json`` (the first run's layout too; its top-1 setting is called ``hn_top1``)."""
+    results = _results(results)
+    with _reading():
+        return _mining_summary(results)
+
+
+def _mining_summary(results: Mapping) -> dict[str, dict]:
     mining = results.get("mining") or {}
     if "settings" in mining:
         return {name: {"negatives": m["negatives"], "mean_answer_score": m["mean_answer_score"],
@@ -398,6 +528,14 @@ def audit_examples(rows: Sequence[Mapping], labels: Sequence[str] = ("wrong answ
                    per_label: int = 1) -> list[Mapping]:
     """The first ``per_label`` audited rows of each label, in file order (rows of ``mining_audit.jsonl``:
     setting, query, answer, negative, label, reason...)."""
+    labels = text_list(labels, "labels")
+    per_label = whole_number(per_label, "per_label", 0)
+    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
+        raise ValueError(f"rows must be a list of audited rows (dicts), got {rows!r:.40}")
+    rows = list(rows)
+    for i, r in enumerate(rows):
+        if not isinstance(r, Mapping):
+            raise ValueError(f"rows[{i}] must be a dict (a line of mining_audit.jsonl), got {r!r:.40}")
     out = []
     for label in labels:
         out += [r for r in rows if r.get("label") == label][:per_label]

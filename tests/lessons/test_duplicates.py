@@ -100,3 +100,55 @@ def test_triplet_batch_loss_by_definition(capsys):
     for wrong in (None, 0.0, 0.2, 0.0667, 0.1):
         assert check_triplet_batch_loss(wrong) is False
     assert "0.033" not in capsys.readouterr().out
+
+
+# ---- input that is not one row of real numbers, copies that are not columns ----------------
+
+
+@pytest.mark.parametrize("scores, message", [
+    ([1 + 2j, 0.5], "scores holds complex numbers"),
+    ([True, False], "scores must hold real numbers, got booleans"),
+    (["0.1", "0.2"], "scores must hold real numbers, got text"),
+    ([[0.1, 0.2], [0.3]], "scores is ragged"),
+    (None, "scores must hold real numbers, got None"),
+    ([], "scores must be one row of at least 2 cosines"),
+    (np.float64(0.3), "scores must be one row of at least 2 cosines"),
+    ([[0.8, 0.3], [0.8, 0.1]], "scores must be one row"),
+    ([np.nan, 0.1], "scores contains NaN or infinite entries"),
+    ([np.inf, 0.1], "scores contains NaN or infinite entries"),
+    (torch.tensor([0.1, 0.2], requires_grad=True),
+     r"scores is a torch tensor that requires grad: .* scores.detach\(\)"),
+    (np.ma.masked_array([0.5, 9.0, 0.1], mask=[0, 1, 0]), "scores is a masked array"),
+    ([10**400, 0], "too large for a float"),
+], ids=["complex", "bools", "strings", "ragged", "none", "empty", "0-d", "2-d", "nan", "inf", "requires-grad",
+        "masked", "huge-int"])
+def test_scores_that_are_not_one_row_of_real_numbers_are_refused_by_name(scores, message):
+    with pytest.raises(ValueError, match=message):
+        row_shares(scores, 0.5)
+    with pytest.raises(ValueError, match=message):
+        shared_score_gradient(scores, [0, 1], 0.5)
+
+
+@pytest.mark.parametrize("copies", [[0, 2.0], [False, True], "02", 0, None, [0, -1], np.array([0.0, 2.0])],
+                         ids=["float", "bools", "string", "int", "none", "negative", "float-array"])
+def test_copies_that_are_not_column_indices_are_refused_by_name(copies):
+    with pytest.raises(ValueError, match="copies must be distinct column indices of the row"):
+        shared_score_gradient([0.8, 0.3, 0.8], copies, 0.5)
+
+
+def test_numpy_and_torch_rows_and_indices_give_the_same_answer():
+    want = shared_score_gradient([0.8, 0.3, 0.8], [0, 2], 0.5)
+    assert shared_score_gradient(np.array([0.8, 0.3, 0.8]), np.array([0, 2]), np.float32(0.5)) == pytest.approx(want)
+    assert shared_score_gradient(torch.tensor([0.8, 0.3, 0.8]), [0, 2], 0.5) == pytest.approx(want, rel=1e-6)
+    half = torch.tensor([0.5, 0.25], dtype=torch.bfloat16)  # NumPy has no bfloat16: read as float32
+    np.testing.assert_array_equal(row_shares(half, 0.5), row_shares([0.5, 0.25], 0.5))
+    assert duplicate_floor(np.int64(2)) == pytest.approx(math.log(2))
+    for bad in (2.0, True, "2"):
+        with pytest.raises(ValueError, match="n_copies"):
+            duplicate_floor(bad)
+
+
+def test_a_tau_too_small_for_the_scores_is_named_and_far_apart_scores_are_fine():
+    with pytest.raises(ValueError, match=r"tau=0.001 is too small for these scores: scores / tau overflows"):
+        row_shares([1e308, -1e308], 1e-3)
+    np.testing.assert_array_equal(row_shares([1e308, -1e308], 1.0), [1.0, 0.0])

@@ -93,3 +93,75 @@ def test_checks_accept_the_reasoned_answers(capsys):
             assert not check(wrong)
         hints = capsys.readouterr().out
         assert all(secret not in hints for secret in secrets), hints
+
+
+# ---- arguments that are not real numbers, functions that do not return one ------------------
+
+
+def square(w):
+    return float(np.sum(np.asarray(w) ** 2))
+
+
+@pytest.mark.parametrize("w, message", [
+    (1 + 1j, "w holds complex numbers"), (True, "w must hold real numbers, got booleans"),
+    ("1.0", "w must hold real numbers, got text"), ([[1.0], [1.0, 2.0]], "w is ragged"),
+    (torch.tensor([1.0], requires_grad=True), r"w is a torch tensor that requires grad: .* w.detach\(\)"),
+    (None, "w must hold real numbers, got None"), (float("nan"), "w contains NaN or infinite entries"),
+], ids=["complex", "bool", "string", "ragged", "requires-grad", "none", "nan"])
+def test_finite_difference_refuses_a_point_that_is_not_real_numbers(w, message):
+    with pytest.raises(ValueError, match=message):
+        finite_difference(square, w)
+
+
+@pytest.mark.parametrize("f, message", [
+    (lambda w: complex(w), r"f\(w \+ eps\) must be one real number"),
+    (lambda w: np.array([w, w]), r"f\(w \+ eps\) must be one real number"),
+    (lambda w: "1.0", r"f\(w \+ eps\) must be one real number"),
+    (lambda w: float("nan"), r"f\(w \+ eps\) is nan: a finite difference needs finite values"),
+    (3, "f must be a function"),
+], ids=["complex", "vector", "string", "nan", "not-callable"])
+def test_finite_difference_refuses_a_function_that_does_not_return_one_real_number(f, message):
+    with pytest.raises(ValueError, match=message):
+        finite_difference(f, 1.0)
+
+
+def test_finite_difference_reads_a_tensor_loss_and_refuses_a_step_that_vanishes():
+    torch_loss = lambda w: (torch.tensor(float(w), dtype=torch.float64, requires_grad=True) - 3) ** 2
+    assert finite_difference(torch_loss, 1.0) == pytest.approx(-4.0, abs=1e-6)
+    with pytest.raises(ValueError, match="eps=1e-300 is too small for w: w \\+ eps rounds back to w"):
+        finite_difference(square, 1.0, eps=1e-300)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: gradient_descent(lambda w: np.ones(2), 0.0, lr=0.1, steps=2), r"grad\(w\) must have the shape of w0"),
+    (lambda: gradient_descent(lambda w: w * 1j, 1.0, lr=0.1, steps=2), r"grad\(w\) holds complex numbers"),
+    (lambda: gradient_descent(lambda w: None, 1.0, lr=0.1, steps=2), r"grad\(w\) must hold real numbers"),
+    (lambda: gradient_descent(lambda w: w, "1", lr=0.1, steps=2), "w0 must hold real numbers, got text"),
+    (lambda: gradient_descent(lambda w: w, torch.ones(1, requires_grad=True), lr=0.1, steps=2), "w0 is a torch tensor"),
+    (lambda: gradient_descent(None, 1.0, lr=0.1, steps=2), "grad must be a function"),
+    (lambda: gradient_descent(lambda w: w, 1.0, lr="0.1", steps=2), "lr must be a number"),
+    (lambda: train_slope([1 + 1j, 2], [1, 2], lr=0.1, batch=1, epochs=1, seed=0), "x holds complex numbers"),
+    (lambda: train_slope([True, True], [1, 2], lr=0.1, batch=1, epochs=1, seed=0), "x must hold real numbers"),
+    (lambda: train_slope(["1", "2"], [1, 2], lr=0.1, batch=1, epochs=1, seed=0), "x must hold real numbers"),
+    (lambda: train_slope([1.0, 2.0], torch.ones(2, requires_grad=True), lr=0.1, batch=1, epochs=1, seed=0),
+     "y is a torch tensor that requires grad"),
+    (lambda: train_slope([[1.0], [2.0, 3.0]], [1, 2], lr=0.1, batch=1, epochs=1, seed=0), "x is ragged"),
+    (lambda: train_slope([1.0, 2.0], [1, 2], lr=0.1, batch=1, epochs=1, seed=-1), "seed must be an integer >= 0"),
+    (lambda: train_slope([1e200, 2e200], [1e200, 2e200], lr=0.1, batch=1, epochs=1, seed=0),
+     "x and y are too large: their squares overflow"),
+], ids=["grad-shape", "grad-complex", "grad-none", "w0-string", "w0-requires-grad", "grad-none-fn", "lr-string",
+        "x-complex", "x-bools", "x-strings", "y-requires-grad", "x-ragged", "seed-negative", "x-huge"])
+def test_descent_and_training_refuse_what_is_not_real_numbers(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_a_diverging_run_is_returned_and_tiny_data_has_its_least_squares_slope():
+    run = gradient_descent(lambda w: 2 * (w - 3), 0.0, lr=1.1, steps=8)  # too large a step: seen, not refused
+    assert abs(run[-1] - 3) > abs(run[0] - 3)
+    x = np.array([1.0, 2.0, 3.0])
+    tiny = train_slope(x * 1e-200, 2 * x * 1e-200, lr=0.1, batch=1, epochs=1, seed=0)  # x.x underflows to 0
+    assert tiny["best"] == pytest.approx(2.0)
+    assert finite_difference(square, np.float32(1.5)) == pytest.approx(3.0, abs=1e-6)
+    assert train_slope(x, 2 * x, lr=np.float32(0.05), batch=np.int64(1), epochs=np.int64(1), seed=np.int64(0))["best"] \
+        == pytest.approx(2.0)

@@ -231,3 +231,171 @@ def test_one_training_step_is_one_hand_gradient_step_on_the_first_batch(hard):
     assert len(questions) == 8 and len(cards) == (16 if hard else 8)
     _, dW = hn.encoder_loss_and_grad(w0, hn.bag_of_words(questions, hn.VOCAB), hn.bag_of_words(cards, hn.VOCAB), 0.1)
     assert np.allclose(hn.train_bi_encoder(hard, steps=1, seed=3, lr=1.0).W, w0 - 1.0 * dW, atol=1e-12)
+
+
+# ---- input that is not real numbers, numbers of any size, settings checked before work -----
+
+NOT_REAL = [
+    (np.array([1 + 1j, 0]), "holds complex numbers"),
+    ([True, False], "must hold real numbers, got booleans"),
+    (["1", "0"], "must hold real numbers, got text"),
+    ([[0, 0], [1]], "is ragged"),
+    (None, "must hold real numbers, got None"),
+    ([np.nan, 0.0], "contains NaN or infinite entries"),
+    ([np.inf, 0.0], "contains NaN or infinite entries"),
+    (torch.tensor([1.0, 0.0], requires_grad=True), r"is a torch tensor that requires grad: .* Pass a.detach\(\)"),
+]
+NOT_REAL_IDS = ["complex", "bools", "strings", "ragged", "none", "nan", "inf", "requires-grad"]
+
+
+@pytest.mark.parametrize("a, message", NOT_REAL, ids=NOT_REAL_IDS)
+def test_points_that_are_not_real_numbers_are_refused_naming_a(a, message):
+    with pytest.raises(ValueError, match=f"a {message}"):
+        mt.pull(a, [0.0, 0.0], 0.1)
+    with pytest.raises(ValueError, match=f"a {message}"):
+        mt.push(a, [0.5, 0.0], 0.1, 1.0)
+
+
+def test_toy_points_empty_0d_or_too_far_apart_are_refused():
+    with pytest.raises(ValueError, match="points of the same size"):
+        mt.pull([], [], 0.1)
+    with pytest.raises(ValueError, match="points of the same size"):
+        mt.pull(np.float64(1.0), np.float64(0.0), 0.1)
+    for move in (lambda a, b: mt.pull(a, b, 0.1), lambda a, b: mt.push(a, b, 0.1, 1.0)):
+        with pytest.raises(ValueError, match="too far apart for float64"):
+            move([1e308, 0.0], [-1e308, 0.0])
+
+
+def test_toy_settings_as_numpy_or_torch_numbers_work_and_strings_do_not():
+    want = mt.pull([1, 0], [0, 0], 0.25)
+    for rate in (np.float32(0.25), np.float64(0.25), torch.tensor(0.25)):
+        np.testing.assert_array_equal(mt.pull([1, 0], [0, 0], rate), want)
+    np.testing.assert_array_equal(mt.push([0, 0], [0.5, 0], 0.1, np.float32(1.0)), mt.push([0, 0], [0.5, 0], 0.1, 1.0))
+    assert mt.margin_toy(3, rate=np.float32(0.1)).keys() == mt.margin_toy(3).keys()
+    with pytest.raises(ValueError, match="margin must be a number >= 0"):
+        mt.push([0, 0], [0.5, 0], 0.1, "1")
+    with pytest.raises(ValueError, match="rate must be a number from 0 to 0.5"):
+        mt.margin_toy(0, rate=0.7)  # checked even when no step runs
+    far = mt.push([0, 0], [100.0, 0], 0.1, float("inf"))  # an infinite margin pushes every pair
+    np.testing.assert_allclose(far[1], [110.0, 0.0])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"negatives": "no"}, "negatives must be True or False"),
+    ({"pairs": "ab"}, "pairs must be a list of"),
+    ({"pairs": [("login", "password")]}, r"pairs\[0\] must be \(word, word, True or False\)"),
+    ({"pairs": [("login", "password", "no")]}, r"pairs\[0\]\[2\] .* must be True or False"),
+    ({"pairs": [(1, "password", True)]}, r"pairs\[0\] must name two words"),
+    ({"pairs": None}, "pairs must be a list of"),
+], ids=["negatives-string", "pairs-string", "pairs-two", "belong-string", "word-number", "pairs-none"])
+def test_margin_toy_settings_that_would_be_read_wrongly_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        mt.margin_toy(1, **kwargs)
+
+
+def test_pair_distances_refuses_what_is_not_a_map_of_real_points():
+    pos = mt.margin_toy(0)
+    with pytest.raises(ValueError, match="positions must map each word"):
+        mt.pair_distances(None)
+    with pytest.raises(ValueError, match=r"positions\['login'\] holds complex numbers"):
+        mt.pair_distances({**pos, "login": [1j, 0]})
+    with pytest.raises(ValueError, match=r"positions\['login'\] must hold real numbers, got text"):
+        mt.pair_distances({**pos, "login": ["1", "0"]})
+    with pytest.raises(ValueError, match="positions must hold points of one size"):
+        mt.pair_distances({**pos, "login": [0.0, 0.0, 0.0]})
+
+
+@pytest.mark.parametrize("A, message", NOT_REAL[:5] + NOT_REAL[7:], ids=NOT_REAL_IDS[:5] + NOT_REAL_IDS[7:])
+def test_normalize_rows_refuses_what_is_not_a_table_of_real_numbers(A, message):
+    A = torch.tensor([[1.0, 0.0]], requires_grad=True) if isinstance(A, torch.Tensor) else \
+        ([A] if message != "is ragged" else A)
+    with pytest.raises(ValueError, match=f"A {message.replace('a.detach', 'A.detach')}"):
+        hn.normalize_rows(A)
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-160, 1e200, 1e300])
+def test_a_row_of_any_size_keeps_its_direction(scale):
+    """[3, 4] x 1e-200 squares to 0 (underflow) and x 1e200 to inf (overflow): the plain formula gives
+    'length 0' or a zero row; the row is scaled by its largest entry first instead."""
+    U, norms = hn.normalize_rows(np.array([[3.0, 4.0], [1.0, 0.0]]) * [[scale], [1.0]])
+    np.testing.assert_allclose(U, [[0.6, 0.8], [1.0, 0.0]], rtol=1e-15)
+    assert norms[0, 0] == pytest.approx(5 * scale, rel=1e-15) and norms[1, 0] == 1.0
+    with pytest.raises(ValueError, match="longer than float64 can hold"):
+        hn.normalize_rows([[1.5e308, 1.5e308]])  # each entry fits, the length 2.1e308 does not
+    with pytest.raises(ValueError, match="A row 0 has an entry that is not a finite number"):
+        hn.normalize_rows([[np.inf, 1.0]])
+
+
+def test_gradient_pieces_refuse_bad_tables_by_name():
+    Q, P = np.eye(3)[:2], np.eye(3)
+    with pytest.raises(ValueError, match=r"Q is a torch tensor that requires grad: .* or use info_nce_torch"):
+        hn.info_nce_grads(torch.tensor(Q, requires_grad=True), P, 0.1)
+    with pytest.raises(ValueError, match="Q holds complex numbers"):
+        hn.info_nce_grads(Q * (1 + 1j), P, 0.1)
+    with pytest.raises(ValueError, match="P contains NaN or infinite entries"):
+        hn.info_nce_grads(Q, P * np.nan, 0.1)
+    with pytest.raises(ValueError, match=r"tau=1e-310 is too small for these scores: Q @ P.T / tau overflows"):
+        hn.info_nce_grads(Q, P, 1e-310)
+    with pytest.raises(ValueError, match="symmetric must be True or False"):
+        hn.info_nce_grads(Q, P, 0.1, symmetric="no")
+    with pytest.raises(ValueError, match="Q needs at least one row"):
+        hn.info_nce_grads(np.zeros((0, 3)), P, 0.1)
+    with pytest.raises(ValueError, match="norms must be the rows' lengths"):
+        hn.normalize_backward(np.ones((1, 2)), np.ones((1, 2)), np.zeros(1))
+    with pytest.raises(ValueError, match="dU holds complex numbers"):
+        hn.normalize_backward(np.ones((1, 2)) * 1j, np.ones((1, 2)), np.ones(1))
+    with pytest.raises(ValueError, match="W is a torch tensor that requires grad"):
+        hn.encoder_loss_and_grad(torch.eye(3, requires_grad=True), np.eye(3)[:2], np.eye(3), 0.1)
+    with pytest.raises(ValueError, match="Xq must hold real numbers, got booleans"):
+        hn.encoder_loss_and_grad(np.eye(3), np.eye(3, dtype=bool)[:2], np.eye(3), 0.1)
+    with pytest.raises(ValueError, match=r"Xq @ W row 0 has length 0: .*no known words"):
+        hn.encoder_loss_and_grad(np.eye(3), np.zeros((2, 3)), np.eye(3), 0.1)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: hn.card(3, "howto"), "topic must be a topic name"),
+    (lambda: hn.card(None, "howto"), "topic must be a topic name"),
+    (lambda: hn.make_triples("vpn"), "topics must be a list of strings, not one string"),
+    (lambda: hn.make_triples(None), "topics must be a list of strings"),
+    (lambda: hn.build_vocab("my vpn"), "texts must be a list of strings, not one string"),
+    (lambda: hn.bag_of_words(["my vpn"], "abc"), "vocab must be a list of strings, not one string"),
+    (lambda: hn.bag_of_words(["my vpn"], ("vpn", "my", "vpn")), "vocab has a word twice"),
+    (lambda: hn.bag_of_words(None, hn.VOCAB), "texts must be a list of strings"),
+    (lambda: hn.look_alike_accuracy(hn.BiEncoder(hn.VOCAB, np.full((len(hn.VOCAB), 4), np.nan))),
+     "model.W contains NaN"),
+    (lambda: hn.look_alike_accuracy(hn.BiEncoder(hn.VOCAB, np.ones((3, 4)))), "model.W must be"),
+    (lambda: hn.topic_accuracy(hn.train_bi_encoder(True, steps=0), None), "topics must be a list of topic names"),
+], ids=["card-int", "card-none", "triples-string", "triples-none", "vocab-string", "bow-vocab-string",
+        "bow-vocab-twice", "bow-none", "model-nan", "model-shape", "topics-none"])
+def test_text_and_model_arguments_are_refused_by_name(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: hn.first_batch("yes"), "hard_negatives must be True or False"),
+    (lambda: hn.first_batch(True, seed=-1), "seed must be an integer >= 0"),
+    (lambda: hn.first_batch(True, batch=20), "batch must be at most 12"),
+    (lambda: hn.first_batch(True, dim=0), "dim must be an integer >= 1"),
+    (lambda: hn.train_bi_encoder(True, seed=1.0), "seed must be an integer"),
+    (lambda: hn.train_bi_encoder(True, lr="0.5"), "lr must be a finite number > 0"),
+    (lambda: hn.train_bi_encoder(True, checkpoints=5), "checkpoints must be a list of step counts"),
+    (lambda: hn.seed_sweep(5), "seeds must be a list of integers"),
+    (lambda: hn.seed_sweep([0, -1]), "seeds must be an integer >= 0"),
+    (lambda: hn.seed_sweep([0], lr=0), "lr must be a finite number > 0"),
+    (lambda: hn.seed_sweep([0], checkpoints=[0]), "seed_sweep passes only steps, batch, tau, lr, dim"),
+    (lambda: hn.finite_difference_check(eps=0), "eps must be a finite number > 0"),
+    (lambda: hn.finite_difference_check(seed="a"), "seed must be an integer >= 0"),
+    (lambda: hn.autograd_check(seed=-1), "seed must be an integer >= 0"),
+], ids=["first-hard", "first-seed", "first-batch", "first-dim", "train-seed-float", "train-lr-string",
+        "train-checkpoints-int", "sweep-int", "sweep-negative", "sweep-lr", "sweep-checkpoints", "fd-eps",
+        "fd-seed", "autograd-seed"])
+def test_settings_are_checked_before_any_work(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_numpy_numbers_are_accepted_as_settings():
+    a = hn.train_bi_encoder(True, steps=np.int64(5), lr=np.float32(0.5), tau=np.float64(0.1), seed=np.int32(1))
+    b = hn.train_bi_encoder(True, steps=5, lr=float(np.float32(0.5)), tau=0.1, seed=1)
+    np.testing.assert_array_equal(a.W, b.W)

@@ -42,3 +42,27 @@ def test_help_questions_bad_input(products, variants, match):
         ha.help_questions(products, variants)
 
 
+
+
+@pytest.mark.parametrize("products, variants, match", [
+    ("router", (1,), "products must be a list of strings, not one string"),
+    (None, (1,), "products must be a list of strings"),
+    ([["router"]], (1,), r"products\[0\] must be a string"),
+    ([], (1,), "products must name at least one product"),
+    (["router"], 1, "variants must be a non-empty tuple"),
+    (["router"], (True,), "variants must be a non-empty tuple"),
+    (["router"], (1.0,), "variants must be a non-empty tuple"),
+    (["router"], "12", "variants must be a non-empty tuple"),
+    (["router"], None, "variants must be a non-empty tuple"),
+], ids=["one-string", "none", "nested", "empty", "variants-int", "variants-bool", "variants-float",
+        "variants-string", "variants-none"])
+def test_help_questions_arguments_read_wrongly_are_refused(products, variants, match):
+    with pytest.raises(ValueError, match=match):
+        ha.help_questions(products, variants)
+
+
+def test_help_questions_take_numpy_integers_and_any_sequence():
+    import numpy as np
+
+    want = ha.help_questions(["router"], (1, 2))
+    assert ha.help_questions(("router",), [np.int64(1), np.int32(2)]) == want

@@ -188,3 +188,99 @@ def test_audit_examples_take_the_first_of_each_label():
             {"label": "also right", "query": "c"}, {"label": "unclear", "query": "d"}]
     assert [r["query"] for r in mi.audit_examples(rows)] == ["b", "a", "d"]
     assert [r["query"] for r in mi.audit_examples(rows, ("also right",), per_label=2)] == ["a", "c"]
+
+
+# ---- scores that are not real numbers, arguments that would be read wrongly ----------------
+
+PAIRS2 = [("q1", "aurora-reset"), ("q2", "beacon-reset")]
+
+
+@pytest.mark.parametrize("scores, message", [
+    ([0.8 + 1j, 0.3], "scores holds complex numbers"),
+    ([True, False], "scores must hold real numbers, got booleans"),
+    (["0.8", "0.3"], "scores must hold real numbers, got text"),
+    ([[0.8], [0.3, 0.1]], "scores is ragged"),
+    ([[0.8, 0.3], [0.5, 0.1]], r"as one row \(1-D\); got shape \(2, 2\)"),
+    (torch.tensor([0.8, 0.3], requires_grad=True),
+     r"scores is a torch tensor that requires grad: .* scores.detach\(\)"),
+    (None, "scores must hold real numbers, got None"),
+    ([np.nan, 0.3], "scores contains NaN or infinite entries"),
+    (np.float64(0.8), "at least one negative"),
+], ids=["complex", "bools", "strings", "ragged", "2-d", "requires-grad", "none", "nan", "0-d"])
+def test_row_loss_refuses_what_is_not_one_row_of_real_scores(scores, message):
+    with pytest.raises(ValueError, match=message):
+        mi.row_loss(scores)
+
+
+def test_row_loss_names_scores_when_tau_is_too_small_for_them():
+    with pytest.raises(ValueError, match=r"tau=1e-310 is too small for these scores: scores / tau overflows"):
+        mi.row_loss([0.8, 0.3], 1e-310)
+    assert mi.row_loss(np.array([0.8, 0.3, 0.5]), np.float32(0.05))[0] == pytest.approx(mi.row_loss([0.8, 0.3, 0.5])[0],
+                                                                                          rel=1e-6)
+
+
+@pytest.mark.parametrize("scores, message", [
+    (np.ones((2, 13)) * 1j, "scores holds complex numbers"),
+    (np.ones((2, 13), dtype=bool), "scores must hold real numbers, got booleans"),
+    (np.full((2, 13), "1"), "scores must hold real numbers, got text"),
+    (np.where(np.eye(2, 13) > 0, np.nan, 0.5), "scores contains NaN or infinite entries"),
+    (torch.ones(2, 13, requires_grad=True), "scores is a torch tensor that requires grad"),
+    ([[0.1] * 13, [0.1]], "scores is ragged"),
+], ids=["complex", "bools", "strings", "nan", "requires-grad", "ragged"])
+def test_mine_by_scores_refuses_scores_that_are_not_real_numbers(scores, message):
+    with pytest.raises(ValueError, match=message):
+        mi.mine_by_scores(scores, PAIRS2, list(mi.CARDS))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: mi.mine_by_scores(np.ones((1, 3)), [("q", "a")], "abc"), "card_ids must be a list of strings, not one"),
+    (lambda: mi.mine_by_scores(np.ones((1, 3)), [("q", "a")], ["a", "b", "b"]), r"card_ids must be distinct.*\['b'\]"),
+    (lambda: mi.mine_by_scores(np.ones((2, 13)), None, list(mi.CARDS)), "pairs must be a list of"),
+    (lambda: mi.mine_by_scores(np.ones((2, 13)), PAIRS2, list(mi.CARDS), known_positives=[("q1", "a")]),
+     "known_positives must map a question"),
+    (lambda: mi.mine_by_scores(np.ones((2, 13)), PAIRS2, list(mi.CARDS), 2.0), "num_negatives must be an integer"),
+    (lambda: mi.dedupe_pairs("ab"), "pairs must be a list of"),
+    (lambda: mi.dedupe_pairs([("q", "c", "x")]), r"pairs\[0\] must be a \(question text, card id\) pair"),
+    (lambda: mi.shuffled_batches(-1, 4), "n must be an integer >= 0"),
+    (lambda: mi.shuffled_batches(2.5, 4), "n must be an integer >= 0"),
+    (lambda: mi.shuffled_batches(10, 4, seed=-1), "seed must be an integer >= 0"),
+    (lambda: mi.no_duplicate_batches(seed="a"), "seed must be an integer >= 0"),
+    (lambda: mi.repeated_answer_batches([[99]]), r"batches\[0\] holds 99, which is not a row of pairs \(0..12\)"),
+    (lambda: mi.repeated_answer_batches([[True, False]]), r"batches\[0\] holds True"),
+    (lambda: mi.repeated_answer_batches([[0.5]]), r"batches\[0\] holds 0.5"),
+    (lambda: mi.repeated_answer_batches(None), "batches must be a list"),
+    (lambda: mi.verdict(float("nan"), 1.0), "low and high must be numbers"),
+    (lambda: mi.verdict("a", "b"), "low must be a number"),
+    (lambda: mi.verdict(True, True), "low must be a number"),
+    (lambda: mi.verdict(1j, 2j), "low must be a number"),
+    (lambda: mi.product_of(None), "card_id must be a card id"),
+    (lambda: mi.embedding_scores(None, [3]), r"questions\[0\] must be a string"),
+    (lambda: mi.embedding_scores(None, ["q"]), "model must be a SentenceTransformer"),
+    (lambda: mi.embedding_scores(object(), ["q"], cards={}), "cards must be a non-empty dict"),
+    (lambda: mi.experiment_differences({"differences": {"mnrl - minilm": {"mrr@10": {"mean": 0.1, "ci95": [0, 0.2]}}}},
+                                       metric="ndcg"), "metric 'ndcg' is not in the results"),
+    (lambda: mi.experiment_differences({"starts": {"minilm": {}}}), "results has no 'differences'"),
+    (lambda: mi.validation_curves({"curves": 3}), "results does not have docs_experiment.json's layout"),
+    (lambda: mi.design_lines({}), "results has no 'data'"),
+    (lambda: mi.design_lines({"data": {}}, width=0), "width must be an integer >= 10"),
+    (lambda: mi.mining_summary(None), "results must be the loaded results dict"),
+    (lambda: mi.audit_examples([{"label": "unclear"}] * 3, per_label=-1), "per_label must be an integer >= 0"),
+    (lambda: mi.audit_examples([{"label": "unclear"}], labels="unclear"), "labels must be a list of strings, not one"),
+    (lambda: mi.audit_examples(["unclear"]), r"rows\[0\] must be a dict"),
+], ids=["card-ids-string", "card-ids-twice", "pairs-none", "known-list", "num-float", "dedupe-string",
+        "dedupe-triple", "n-negative", "n-float", "seed-negative", "sampler-seed", "batch-row-range", "batch-row-bool",
+        "batch-row-float", "batches-none", "verdict-nan", "verdict-text", "verdict-bools", "verdict-complex",
+        "product-none", "questions-int", "model-none", "cards-empty", "metric", "layout-key", "layout-type",
+        "design-key", "design-width", "summary-none", "per-label", "labels-string", "rows-strings"])
+def test_arguments_that_would_be_read_wrongly_are_refused_by_name(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_numpy_integers_work_where_integers_are_asked_for():
+    by_int = mi.mine_by_scores(np.eye(2, 13), PAIRS2, list(mi.CARDS), 2)
+    assert mi.mine_by_scores(np.eye(2, 13), PAIRS2, list(mi.CARDS), np.int64(2)) == by_int
+    assert mi.shuffled_batches(10, np.int64(4), np.int32(1)) == mi.shuffled_batches(10, 4, 1)
+    assert mi.same_batch_chance(np.int64(13), np.int64(4)) == mi.same_batch_chance(13, 4)
+    assert mi.repeated_answer_batches([np.array([4, 12])]) == [0]  # rows 4 and 12 share their answer
+    assert mi.verdict(-np.inf, np.inf) == "includes 0" and mi.verdict(np.float32(0.1), 1) == "above 0"

@@ -1,0 +1,77 @@
+"""labs.lessons.inputs: the shared argument checks, for the classes of input the lesson modules meet."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from labs.lessons.inputs import finite_array, one_bool, real_array, real_number, text_list, whole_number
+
+
+def test_a_masked_array_is_refused_rather_than_read_with_its_masked_entries():
+    masked = np.ma.masked_array([0.5, 9.0, 0.1], mask=[0, 1, 0])
+    with pytest.raises(ValueError, match=r"scores is a masked array: NumPy would use its masked entries"):
+        real_array(masked, "scores")
+    np.testing.assert_array_equal(real_array(masked.compressed(), "scores"), [0.5, 0.1])
+
+
+def test_bfloat16_and_float16_are_read_exactly():
+    values = [0.5, 0.25, -3.0]
+    assert real_array(torch.tensor(values, dtype=torch.bfloat16), "x").tolist() == values
+    assert real_array(np.array(values, dtype=np.float16), "x").tolist() == values
+
+
+def test_integers_beyond_float64_are_named_not_an_overflow_error():
+    with pytest.raises(ValueError, match=r"x must hold real numbers, got 1000.* \(too large for a float\)"):
+        real_array([10**400, 0], "x")
+    with pytest.raises(ValueError, match="tau must be a number, got 1000.*too large for a float"):
+        real_number(10**400, "tau", "a number")
+
+
+def test_the_entry_that_is_not_a_number_is_the_one_named():
+    with pytest.raises(ValueError, match="x must hold real numbers, got None"):
+        real_array([1.0, None], "x")
+
+
+def test_requires_grad_message_names_the_torch_form_only_where_one_exists():
+    t = torch.ones(2, requires_grad=True)
+    with pytest.raises(ValueError, match=r"Pass a.detach\(\) for the value$"):
+        real_array(t, "a", train_with=None)
+    with pytest.raises(ValueError, match="or use info_nce_torch to train through it"):
+        real_array(t, "a", train_with="info_nce_torch")
+
+
+def test_finite_array_refuses_nan_and_inf_by_name():
+    for bad in ([1.0, np.nan], [np.inf, 0.0], [-np.inf]):
+        with pytest.raises(ValueError, match="w contains NaN or infinite entries"):
+            finite_array(bad, "w")
+
+
+@pytest.mark.parametrize("value", [True, np.bool_(False), 2.0, "3", None, np.float64(1.0), torch.tensor(2)])
+def test_whole_number_takes_integers_only(value):
+    with pytest.raises(ValueError, match="steps must be an integer"):
+        whole_number(value, "steps")
+
+
+def test_whole_number_takes_numpy_integers_and_checks_the_minimum():
+    assert whole_number(np.int64(4), "n", 2) == 4 and type(whole_number(np.int32(4), "n")) is int
+    with pytest.raises(ValueError, match="n must be an integer >= 2, got 1"):
+        whole_number(1, "n", 2)
+
+
+@pytest.mark.parametrize("value", ["no", "False", 0, 1, None, np.array([True])])
+def test_one_bool_refuses_what_would_count_as_true_or_false_silently(value):
+    with pytest.raises(ValueError, match="negatives must be True or False"):
+        one_bool(value, "negatives")
+    assert one_bool(np.bool_(True), "negatives") is True
+
+
+def test_text_list_refuses_one_string_none_and_non_strings():
+    with pytest.raises(ValueError, match=r"texts must be a list of strings, not one string; wrap it: \['my vpn'\]"):
+        text_list("my vpn", "texts")
+    with pytest.raises(ValueError, match="texts must be a list of strings, got NoneType"):
+        text_list(None, "texts")
+    with pytest.raises(ValueError, match=r"texts\[1\] must be a string, got 3"):
+        text_list(["a", 3], "texts")
+    assert text_list(("a", "b"), "texts") == ["a", "b"]
