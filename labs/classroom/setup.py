@@ -4,8 +4,10 @@ It does what every lesson's first cell needs, the same way everywhere, before an
 figure or CUDA call:
 
 - quiet outputs: no progress bars (``TQDM_DISABLE``), no "loading weights" bars or warnings
-  from transformers and sentence-transformers; the Hugging Face hub stays off (the course's
-  model ships in a pip package);
+  from transformers and sentence-transformers;
+- the Hugging Face hub: off (the course's model ships in a pip package), except on Colab, where
+  lesson 7 may download Qwen3-Embedding-0.6B for a GPU run (``offline=True`` or ``False``
+  decides it; an ``HF_HUB_OFFLINE`` set before the kernel started always wins);
 - one seed for every random source (`labs.retrieval.device.set_determinism`: Python, NumPy,
   torch on the CPU and every GPU), deterministic kernels, and on a GPU the settings that
   determinism and precision need before CUDA starts (a fixed cuBLAS workspace, set even when
@@ -34,12 +36,16 @@ def _no_glue(name: str, value: object, display: bool = True) -> None:
 
 
 def setup(seed: int = 0, *, threads: int = 2, deterministic: bool = True, precision: int = 3,
-          svg_salt: str | None = None) -> Callable[..., None]:
+          svg_salt: str | None = None, offline: bool | None = None) -> Callable[..., None]:
     """Prepare a lesson's kernel (see the module docstring) and return ``glue``."""
+    import sys
+
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if offline is None:
+        offline = "google.colab" not in sys.modules
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-        os.environ.setdefault(name, "1")
+        os.environ.setdefault(name, "1" if offline else "0")
 
     import matplotlib.pyplot as plt
     import numpy as np
