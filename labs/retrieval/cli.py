@@ -274,7 +274,8 @@ def cmd_train(args) -> int:
         print(f"epoch {row['epoch']} (step {row['steps']}): loss {loss}  val MRR@5 {row['mrr@5']:.3f}  "
               f"Recall@5 {row['recall@5']:.3f}")
     print(f"{report['processes']} process(es), batches of up to {report['global_batch']} pairs, {report['steps']} "
-          f"steps, {report['precision']} autocast, float32 weights")
+          f"steps, {'no autocast' if report['precision'] == 'fp32' else report['precision'] + ' autocast'}, "
+          "float32 weights")
     print(f"selected epoch {report['selected_epoch']}; run folder {_shown(args.out)}")
     return 0
 

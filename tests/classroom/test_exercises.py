@@ -237,3 +237,15 @@ def test_check_false_negative_floor(capsys):
         assert check_false_negative_floor(wrong) is False
     out = capsys.readouterr().out
     assert "0.78" not in out and "0.780" not in out
+
+
+def test_check_chance_loss(capsys):
+    from labs.classroom.exercises.finetuning import check_chance_loss
+
+    assert check_chance_loss(math.log(16)) is True
+    assert "Right" in capsys.readouterr().out
+    for wrong, hint in [(None, "Fill in"), (1 / 16, "probability"), (4.0, "log base 2"), (-1, "never negative"),
+                        ("x", "Give a number"), (1.0, "Not quite")]:
+        assert check_chance_loss(wrong) is False
+        out = capsys.readouterr().out
+        assert hint in out and "2.77" not in out  # a hint, never the answer

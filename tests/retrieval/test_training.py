@@ -371,17 +371,3 @@ def test_trainer_benchmark_runs_on_a_tiny_model(tiny_bert):
     result = _script("trainer_vs_loop").main(["--model", str(tiny_bert), "--steps", "2", "--batch-size", "4"])
     assert result["loop_steps_per_s"] > 0 and result["trainer_steps_per_s"] > 0 and result["ratio_loop_over_trainer"] > 0
     assert result["same_weight_decay"] is True  # both sides spare the same parameters from decay
-
-
-def test_check_chance_loss(capsys):
-    import math
-
-    from labs.classroom.exercises.finetuning import check_chance_loss
-
-    assert check_chance_loss(math.log(16)) is True
-    assert "Right" in capsys.readouterr().out
-    for wrong, hint in [(None, "Fill in"), (1 / 16, "probability"), (4.0, "log base 2"), (-1, "never negative"),
-                        ("x", "Give a number"), (1.0, "Not quite")]:
-        assert check_chance_loss(wrong) is False
-        out = capsys.readouterr().out
-        assert hint in out and "2.77" not in out  # a hint, never the answer
