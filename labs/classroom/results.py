@@ -22,6 +22,9 @@ function                    returns
 `false_negatives`           the hand audit of one mining setting: rate and interval
 `audit_examples`            audited rows (query, answer, mined document, label, reason)
 `curves`                    validation learning curves of one condition (per seed)
+`chosen_validation`         validation score of the checkpoint each seed kept
+`comparisons`               the paired differences the file records for one start
+`design`                    the data, splits, sizes and schedule of the run
 `mining_stats`              how the mined negatives score against the answers
 `run_cost`                  wall and CPU minutes of the run, and the machine's load
 `glue_values`               every number above under a flat name, for ``glue``
@@ -43,7 +46,7 @@ from pathlib import Path
 
 __all__ = ["STARTS", "CONDITIONS", "MINING_SETTINGS", "AUDITED_SETTINGS", "SUBSETS", "METRICS", "AUDIT_LABELS", "results_path",
            "load_results", "score", "difference", "false_negatives", "audit_examples", "curves",
-           "mining_stats", "run_cost", "glue_values", "results_summary"]
+           "chosen_validation", "comparisons", "design", "mining_stats", "run_cost", "glue_values", "results_summary"]
 
 STARTS = ("minilm", "static")
 CONDITIONS = ("untouched", "inbatch", "inbatch_2x", "hn_top1", "hn_window")
@@ -172,6 +175,43 @@ def curves(results: Mapping, start: str, condition: str, metric: str = "mrr@10")
             "chosen_step": list(block["chosen_step"])}
 
 
+def chosen_validation(results: Mapping, start: str, condition: str) -> dict:
+    """Validation MRR@10 of the checkpoint each seed kept (the one tested): {mean, per_seed, steps}.
+    For ``untouched`` it is the start's own score, one value at step 0."""
+    _choice("start", start, STARTS)
+    _choice("condition", condition, CONDITIONS)
+    one = results["starts"][start]
+    if condition == "untouched":
+        value = one["untouched"]["val"]["mrr@10"]
+        return {"mean": value, "per_seed": [value], "steps": [0]}
+    block = one["conditions"][condition]
+    values = list(block["chosen_val_mrr@10"])
+    return {"mean": round(sum(values) / len(values), 4), "per_seed": values, "steps": list(block["chosen_step"])}
+
+
+def comparisons(results: Mapping, start: str) -> list[tuple[str, str]]:
+    """The paired differences the file records for one start, as ``(a, b)`` for ``a - b``, in the
+    file's order (each one is read with `difference`)."""
+    _choice("start", start, STARTS)
+    return [tuple(key.split(" - ")) for key in results["starts"][start]["differences"]]
+
+
+def design(results: Mapping) -> dict:
+    """The run's design as the file records it: {libraries (split -> library names), train_pairs,
+    val_queries, test_queries, lookalike_n, rival_ranked_first (look-alike queries whose twin the
+    untouched MiniLM ranks above the answer), seeds, batch, steps and eval_every (per start)}."""
+    data, settings = results["data"], results["settings"]
+    libraries: dict[str, list[str]] = {"train": [], "val": [], "test": []}
+    for library, split in data["splits"].items():
+        libraries.setdefault(split, []).append(library)
+    return {"libraries": libraries, "train_pairs": data["train_pairs"], "val_queries": data["val_queries"],
+            "test_queries": data["test_queries"], "lookalike_n": results["lookalike"]["n"],
+            "rival_ranked_first": results["lookalike"]["rival_ranked_first"], "seeds": len(settings["seeds"]),
+            "batch": settings["batch"],
+            "steps": {start: results["starts"][start]["settings"]["steps"] for start in STARTS},
+            "eval_every": {start: results["starts"][start]["settings"]["eval_every"] for start in STARTS}}
+
+
 def mining_stats(results: Mapping, setting: str) -> dict:
     """How one mining setting's negatives score, under the untouched MiniLM: negatives, mean answer and
     negative scores, how many negatives score above the answer or above 95% of it, the median rank."""
@@ -199,9 +239,12 @@ def glue_values(results: Mapping) -> dict[str, float | int | str]:
     Differences: ``docs_{start}_{a}_vs_{b}_{subset}_{metric}`` with ``_lo``, ``_hi`` and
     ``_verdict``. Audit: ``docs_fn_{setting}`` (rate), ``_lo``, ``_hi``, ``_n``, ``_also_right``,
     ``_unclear``. Mining: ``docs_mined_{setting}_above_answer``, ``_above_95``, ``_median_rank``.
-    Sizes and cost: ``docs_train_pairs``, ``docs_test_queries``, ``docs_lookalike_n``,
-    ``docs_seeds``, ``docs_{start}_steps``, ``docs_{start}_batch``, ``docs_run_minutes``,
-    ``docs_cpu_minutes``."""
+    Audit counts: ``docs_fn_{setting}_wrong`` and ``docs_fn_{setting}_if_unclear`` (the rate if every
+    "unclear" counts as right). Mining scores: ``docs_mined_{setting}_answer_score``,
+    ``_negative_score``. Validation of the kept checkpoints: ``docs_{start}_{condition}_val_mrr10``.
+    Sizes and cost: ``docs_train_pairs``, ``docs_val_queries``, ``docs_test_queries``,
+    ``docs_lookalike_n``, ``docs_lookalike_rival_first``, ``docs_seeds``, ``docs_{start}_steps``,
+    ``docs_{start}_eval_every``, ``docs_{start}_batch``, ``docs_run_minutes``, ``docs_cpu_minutes``."""
     out: dict[str, float | int | str] = {}
     for metric in ("mrr@10", "recall@1"):
         for subset in SUBSETS:
@@ -232,18 +275,27 @@ def glue_values(results: Mapping) -> dict[str, float | int | str]:
             fn["rate"], fn["lo"], fn["hi"])
         out[f"docs_fn_{setting}_n"], out[f"docs_fn_{setting}_also_right"] = fn["audited"], fn["also_right"]
         out[f"docs_fn_{setting}_unclear"] = fn["unclear"]
+        out[f"docs_fn_{setting}_wrong"] = fn["wrong_answer"]
+        out[f"docs_fn_{setting}_if_unclear"] = fn["rate_if_unclear_right"]
         stats = mining_stats(results, setting)
         out[f"docs_mined_{setting}_above_answer"] = stats["negative_above_answer"]
         out[f"docs_mined_{setting}_above_95"] = stats["negative_above_95pct_of_answer"]
         out[f"docs_mined_{setting}_median_rank"] = stats["median_rank"]
+        out[f"docs_mined_{setting}_answer_score"] = stats["mean_answer_score"]
+        out[f"docs_mined_{setting}_negative_score"] = stats["mean_negative_score"]
     data, settings = results["data"], results["settings"]
-    out.update({"docs_train_pairs": data["train_pairs"], "docs_test_queries": data["test_queries"],
-                "docs_lookalike_n": results["lookalike"]["n"], "docs_seeds": len(settings["seeds"]),
+    out.update({"docs_train_pairs": data["train_pairs"], "docs_val_queries": data["val_queries"],
+                "docs_test_queries": data["test_queries"], "docs_lookalike_n": results["lookalike"]["n"],
+                "docs_lookalike_rival_first": results["lookalike"]["rival_ranked_first"],
+                "docs_seeds": len(settings["seeds"]),
                 "docs_run_minutes": round(results["run_time_s"] / 60),
                 "docs_cpu_minutes": round(results["cpu_time_s"] / 60)})
     for start in STARTS:
         out[f"docs_{start}_steps"] = results["starts"][start]["settings"]["steps"]
         out[f"docs_{start}_batch"] = results["starts"][start]["settings"]["batch"]
+        out[f"docs_{start}_eval_every"] = results["starts"][start]["settings"]["eval_every"]
+        for condition in CONDITIONS:
+            out[f"docs_{start}_{condition}_val_mrr10"] = chosen_validation(results, start, condition)["mean"]
     return out
 
 

@@ -32,9 +32,7 @@ sentence-transformers' ``NoDuplicatesBatchSampler`` (``BatchSamplers.NO_DUPLICAT
 in the trainer). The loss is `labs.lessons.infonce.info_nce`.
 
 `same_batch_chance` is the exact chance that plain shuffling puts two given pairs in one batch.
-`experiment_differences` reads the paired differences out of the real-data experiment's
-results (``benchmarks/results/docs_experiment.json``, loaded by ``labs.classroom.results``) as
-plain rows the lesson plots.
+The real-data experiment's results are read by ``labs.classroom.results``, not here.
 
 Lesson: ``notebooks/06_mining.ipynb``.
 """
@@ -44,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import math
 import random
-import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -52,7 +49,7 @@ import numpy as np
 
 from labs.lessons.infonce import info_nce
 from labs.lessons.inputs import (
-    finite_array, real_number, scaled_scores, text_list, valid_tau, whole_number,
+    finite_array, scaled_scores, text_list, valid_tau, whole_number,
 )
 
 if TYPE_CHECKING:  # sentence-transformers is slow to import; loaded when needed
@@ -60,9 +57,7 @@ if TYPE_CHECKING:  # sentence-transformers is slow to import; loaded when needed
 
 __all__ = ["CARDS", "PAIRS", "ALSO_ANSWERS", "ROUTER_QUESTION", "product_of", "mine_by_scores",
            "embedding_scores", "mine_with_model", "row_loss", "dedupe_pairs", "shuffled_batches",
-           "no_duplicate_batches", "repeated_answer_batches", "same_batch_chance",
-           "experiment_differences", "verdict", "design_lines", "validation_curves",
-           "mining_summary", "audit_examples"]
+           "no_duplicate_batches", "repeated_answer_batches", "same_batch_chance"]
 
 CARDS = {
     "aurora-reset": "Aurora router keeps dropping the connection: hold the reset button for ten seconds, "
@@ -356,187 +351,3 @@ def same_batch_chance(n: int, batch_size: int) -> float:
     sizes = [batch_size] * (n // batch_size) + ([n % batch_size] if n % batch_size else [])
     return sum(s * (s - 1) / 2 for s in sizes) / (n * (n - 1) / 2)
 
-
-# ---------------------------------------------------------------------------
-# The real-data experiment's paired differences, as rows
-# ---------------------------------------------------------------------------
-
-# The first results file (one start, MiniLM, three trained conditions) named its conditions differently.
-_FIRST_RUN_CONDITIONS = {"minilm": "untouched", "mnrl": "inbatch", "mnrl_hn": "hn_top1", "mnrl_hn_filt": "hn_filtered"}
-
-
-def _results(results: Mapping) -> Mapping:
-    if not isinstance(results, Mapping):
-        raise ValueError(f"results must be the loaded results dict, got {type(results).__name__}")
-    return results
-
-
-def _metric(metric: str) -> str:
-    if not isinstance(metric, str):
-        raise ValueError(f"metric must be a metric name such as 'mrr@10', got {metric!r:.40}")
-    return metric
-
-
-@contextlib.contextmanager
-def _reading(metric: str | None = None):
-    """Turn what a results dict of another layout raises into one ValueError saying what is missing."""
-    try:
-        yield
-    except KeyError as err:
-        key = err.args[0] if err.args else None
-        if metric is not None and key == metric:
-            raise ValueError(f"metric {metric!r} is not in the results (the lessons read 'mrr@10')") from None
-        raise ValueError(f"results has no {key!r} where docs_experiment.json has one: not that file's layout") from None
-    except (TypeError, IndexError, AttributeError) as err:
-        raise ValueError(f"results does not have docs_experiment.json's layout ({type(err).__name__}: "
-                         f"{' '.join(str(err).split())[:120]})") from None
-
-
-def verdict(low: float, high: float) -> str:
-    """What a 95% interval of a difference says: "above 0", "below 0" or "includes 0"."""
-    low, high = real_number(low, "low", "a number"), real_number(high, "high", "a number")
-    if math.isnan(low) or math.isnan(high):
-        raise ValueError(f"low and high must be numbers, got [{low}, {high}]")
-    if not low <= high:
-        raise ValueError(f"an interval needs low <= high, got [{low}, {high}]")
-    return "above 0" if low > 0 else "below 0" if high < 0 else "includes 0"
-
-
-def experiment_differences(results: Mapping, metric: str = "mrr@10") -> list[dict]:
-    """The experiment's paired differences, one row per (start, comparison, subset):
-    {start, a, b, subset, mean, low, high, verdict}, where the difference is a minus b.
-
-    Reads both layouts of ``docs_experiment.json``: ``results["starts"][start]["differences"]
-    ["a - b"][subset][metric]`` and the first run's ``results["differences"]["a - b"][metric]``
-    (one start, MiniLM, overall only).
-    """
-    results, metric = _results(results), _metric(metric)
-    with _reading(metric):
-        rows = _differences(results, metric)
-    for row in rows:
-        row["verdict"] = verdict(row["low"], row["high"])
-    return rows
-
-
-def _differences(results: Mapping, metric: str) -> list[dict]:
-    rows = []
-    if "starts" in results:
-        for start, block in results["starts"].items():
-            for name, subsets in block["differences"].items():
-                a, b = (part.strip() for part in name.split(" - "))
-                for subset, cells in subsets.items():
-                    if cells is None:  # an empty subset (no such test queries)
-                        continue
-                    cell = cells[metric]
-                    rows.append({"start": start, "a": a, "b": b, "subset": subset, "mean": cell["mean"],
-                                 "low": cell["ci95"][0], "high": cell["ci95"][1]})
-    elif "differences" in results:
-        for name, cells in results["differences"].items():
-            a, b = (_FIRST_RUN_CONDITIONS.get(part.strip()) for part in name.split(" - "))
-            if a is None or b is None:
-                continue
-            cell = cells[metric]
-            rows.append({"start": "minilm", "a": a, "b": b, "subset": "overall", "mean": cell["mean"],
-                         "low": cell["ci95"][0], "high": cell["ci95"][1]})
-    else:
-        raise ValueError("results has neither 'starts' nor 'differences': not a docs_experiment.json")
-    return rows
-
-
-def design_lines(results: Mapping, width: int = 46) -> list[str]:
-    """The experiment's design as its results file records it, in lines of at most ``width`` characters."""
-    results, width = _results(results), whole_number(width, "width", 10)
-    with _reading():
-        return _design_lines(results, width)
-
-
-def _design_lines(results: Mapping, width: int) -> list[str]:
-    data, st = results["data"], results["settings"]
-    if "starts" in results:
-        splits: dict[str, list[str]] = {}
-        for lib, split in data["splits"].items():
-            splits.setdefault(split, []).append(lib)
-        parts = [f"starts: {', '.join(results['starts'])}; {len(st['seeds'])} seeds per condition"]
-        parts += [f"{name}: {st['steps'][name]} steps of {st['batch']} pairs, checkpoint chosen on validation"
-                  for name in results["starts"]]
-        parts += [f"train: {data['train_pairs']} pairs from {', '.join(splits.get('train', []))}",
-                  f"validation: {data['val_queries']} questions from {', '.join(splits.get('val', []))}",
-                  f"test: {data['test_queries']} questions from {', '.join(splits.get('test', []))}, "
-                  f"{results['lookalike']['n']} of them in the look-alike exam"]
-        conditions = list(next(iter(results["starts"].values()))["conditions"])
-        parts.append("conditions: untouched, " + ", ".join(conditions))
-    else:
-        epochs = st["steps"] * st["batch_size"] / data["train_pairs"]
-        parts = [f"start: all-MiniLM-L6-v2; {len(st['seeds'])} seeds per condition",
-                 f"{st['steps']} steps of {st['batch_size']} pairs ({epochs:.2f} of a pass), last step tested",
-                 f"train: {data['train_pairs']} pairs from {', '.join(data['train_libraries'])}",
-                 f"validation: {data['val_queries']} questions from {', '.join(data['val_libraries'])}",
-                 f"test: {data['test_queries']} questions from {', '.join(data['test_libraries'])}",
-                 "conditions: untouched, " + ", ".join(_FIRST_RUN_CONDITIONS[c] for c in results["curves"])]
-    return [line for part in parts for line in textwrap.wrap(part, width, subsequent_indent="  ")]
-
-
-def validation_curves(results: Mapping, metric: str = "mrr@10") -> list[dict]:
-    """Each trained condition's validation curve, averaged over seeds: {start, condition, steps, mean},
-    with ``steps`` and ``mean`` as arrays (both layouts of ``docs_experiment.json``)."""
-    results, metric = _results(results), _metric(metric)
-    with _reading(metric):
-        return _validation_curves(results, metric)
-
-
-def _validation_curves(results: Mapping, metric: str) -> list[dict]:
-    if "starts" in results:
-        runs = [(start, cond, block["curves"]) for start, s in results["starts"].items()
-                for cond, block in s["conditions"].items()]
-    elif "curves" in results:
-        runs = [("minilm", _FIRST_RUN_CONDITIONS.get(cond, cond), curves)
-                for cond, curves in results["curves"].items()]
-    else:
-        raise ValueError("results has neither 'starts' nor 'curves': not a docs_experiment.json")
-    out = []
-    for start, cond, by_seed in runs:
-        points = [{p["step"]: p[metric] for p in curve} for curve in by_seed.values()]
-        steps = sorted(set.intersection(*(set(p) for p in points)))
-        out.append({"start": start, "condition": cond, "steps": np.array(steps),
-                    "mean": np.array([np.mean([p[k] for p in points]) for k in steps])})
-    return out
-
-
-def mining_summary(results: Mapping) -> dict[str, dict]:
-    """Per mining setting: {negatives, mean_answer_score, mean_negative_score, above_95pct} from
-    ``docs_experiment.json`` (the first run's layout too; its top-1 setting is called ``hn_top1``)."""
-    results = _results(results)
-    with _reading():
-        return _mining_summary(results)
-
-
-def _mining_summary(results: Mapping) -> dict[str, dict]:
-    mining = results.get("mining") or {}
-    if "settings" in mining:
-        return {name: {"negatives": m["negatives"], "mean_answer_score": m["mean_answer_score"],
-                       "mean_negative_score": m["mean_negative_score"],
-                       "above_95pct": m["negative_above_95pct_of_answer"]}
-                for name, m in mining["settings"].items()}
-    return {_FIRST_RUN_CONDITIONS.get(name, name): {
-                "negatives": m["pairs_with_negative"], "mean_answer_score": m["mean_positive_score"],
-                "mean_negative_score": m["mean_negative_score"],
-                "above_95pct": m["negatives_above_95pct_of_positive"]}
-            for name, m in mining.items()}
-
-
-def audit_examples(rows: Sequence[Mapping], labels: Sequence[str] = ("wrong answer", "also right", "unclear"),
-                   per_label: int = 1) -> list[Mapping]:
-    """The first ``per_label`` audited rows of each label, in file order (rows of ``mining_audit.jsonl``:
-    setting, query, answer, negative, label, reason...)."""
-    labels = text_list(labels, "labels")
-    per_label = whole_number(per_label, "per_label", 0)
-    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
-        raise ValueError(f"rows must be a list of audited rows (dicts), got {rows!r:.40}")
-    rows = list(rows)
-    for i, r in enumerate(rows):
-        if not isinstance(r, Mapping):
-            raise ValueError(f"rows[{i}] must be a dict (a line of mining_audit.jsonl), got {r!r:.40}")
-    out = []
-    for label in labels:
-        out += [r for r in rows if r.get("label") == label][:per_label]
-    return out

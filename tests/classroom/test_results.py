@@ -11,8 +11,9 @@ import json
 import pytest
 
 from labs.classroom.results import (AUDITED_SETTINGS, CONDITIONS, METRICS, MINING_SETTINGS, STARTS, SUBSETS,
-                                    audit_examples, curves, difference, false_negatives, glue_values, load_results,
-                                    mining_stats, results_path, results_summary, run_cost, score)
+                                    audit_examples, chosen_validation, comparisons, curves, design, difference,
+                                    false_negatives, glue_values, load_results, mining_stats, results_path,
+                                    results_summary, run_cost, score)
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +93,36 @@ def test_curves_start_at_the_untouched_model(results):
             assert all(step in c["steps"] for step in c["chosen_step"])
 
 
+def test_chosen_validation_is_the_curve_at_the_kept_step(results):
+    for start in STARTS:
+        untouched = chosen_validation(results, start, "untouched")
+        assert untouched["per_seed"] == [results["starts"][start]["untouched"]["val"]["mrr@10"]]
+        for condition in CONDITIONS[1:]:
+            kept = chosen_validation(results, start, condition)
+            c = curves(results, start, condition)
+            for run, step, value in zip(c["values"], kept["steps"], kept["per_seed"]):
+                assert run[c["steps"].index(step)] == value == max(run)
+            assert kept["mean"] == pytest.approx(sum(kept["per_seed"]) / len(kept["per_seed"]), abs=1e-4)
+            assert kept["mean"] >= untouched["mean"]  # step 0 is a candidate
+    with pytest.raises(ValueError, match="condition must be one of"):
+        chosen_validation(results, "minilm", "tfidf")
+
+
+def test_comparisons_and_design(results):
+    for start in STARTS:
+        pairs = comparisons(results, start)
+        assert ("hn_window", "inbatch_2x") in pairs and ("inbatch", "untouched") in pairs
+        assert all(difference(results, start, a, b)["verdict"] for a, b in pairs)
+    d = design(results)
+    assert set(d["libraries"]) == {"train", "val", "test"}
+    assert not set(d["libraries"]["train"]) & set(d["libraries"]["test"])
+    assert d["libraries"]["val"] == ["numpy"] and d["test_queries"] == results["data"]["test_queries"]
+    assert 0 < d["rival_ranked_first"] <= d["lookalike_n"] <= d["test_queries"]
+    assert d["steps"] == results["settings"]["steps"] and d["seeds"] == len(results["settings"]["seeds"])
+    with pytest.raises(ValueError, match="start must be one of"):
+        comparisons(results, "bert")
+
+
 def test_glue_values_and_summary(results):
     glue = glue_values(results)
     assert glue["docs_minilm_hn_window_vs_inbatch_2x_lookalike_mrr10_verdict"] in ("above 0", "below 0",
@@ -100,6 +131,11 @@ def test_glue_values_and_summary(results):
                                                                 metric="recall@1")["mean"]
     assert glue["docs_fn_hn_top1_n"] == false_negatives(results, "hn_top1")["audited"]
     assert glue["docs_seeds"] >= 5 and glue["docs_lookalike_n"] == results["lookalike"]["n"]
+    assert glue["docs_minilm_hn_top1_val_mrr10"] == chosen_validation(results, "minilm", "hn_top1")["mean"]
+    fn = false_negatives(results, "hn_top1")
+    assert glue["docs_fn_hn_top1_if_unclear"] == fn["rate_if_unclear_right"]
+    assert glue["docs_fn_hn_top1_wrong"] + fn["also_right"] + fn["unclear"] == fn["audited"]
+    assert glue["docs_lookalike_rival_first"] == design(results)["rival_ranked_first"]
     assert all(isinstance(v, (int, float, str)) for v in glue.values())
     text = results_summary(results)
     assert max(len(line) for line in text.splitlines()) <= 80
