@@ -117,7 +117,7 @@ serve:
 	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html
 
 outputs: setup
-	$(PY) .ci/execute_notebooks.py notebooks/*.ipynb
+	$(PY) -m tests.notebooks.execute notebooks/*.ipynb
 
 # ---- checks --------------------------------------------------------------
 unit: setup
@@ -183,11 +183,11 @@ test:
 	$(MAKE) --no-print-directory -j2 setup vendor && \
 	$(MAKE) --no-print-directory -j5 -k --output-sync=target unit nbval nbval-alt checked-book lab-check; rc=$$?; \
 	echo "{\"make_test_s\": $$(( $$(date +%s) - start ))}" > $(TIMES)/total.json; \
-	$(PY) .ci/report.py $(TIMES) || true; \
+	$(PY) tests/report.py $(TIMES) || true; \
 	exit $$rc
 
 report:
-	$(PY) .ci/report.py $(TIMES)
+	$(PY) tests/report.py $(TIMES)
 
 lock: setup
 	$(PY) -m pip freeze --exclude-editable | sed 's/+cpu//' > .cache/freeze.txt

@@ -191,14 +191,14 @@ def test_bad_input_gets_a_clear_error():
 
 
 def load_executor():
-    spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / ".ci" / "execute_notebooks.py")
+    spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "tests" / "notebooks" / "execute.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def test_make_outputs_stores_every_position_in_the_notebook(tmp_path):
-    """`make outputs` (.ci/execute_notebooks.py) keeps the widget state the book embeds."""
+    """`make outputs` (tests/notebooks/execute.py) keeps the widget state the book embeds."""
     cell = (
         "# NBVAL_IGNORE_OUTPUT\n"
         "import matplotlib.pyplot as plt\n"

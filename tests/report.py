@@ -6,9 +6,9 @@ Reads every *.json in the timings folder (default .cache/timings):
   unit.json          {"unit_s": s}                           (the unit tests)
   notebooks.json     {"notebooks": {name: s}}                (tests/notebooks/nbval_timing.py, nbval)
   notebooks_alt.json {"notebooks_alt": {name: s}}            (the second nbval pass, other settings)
-  page_weights.json  {"page_weights": {"pages": {page: bytes}, "total_bytes": n, ...}}  (.ci/browser_check.py)
-  browser_check.json {"browser_check_s": s}                  (.ci/browser_check.py, the whole book)
-  lab_check.json     {"lab_check_s": s}                      (.ci/lab_check.py)
+  page_weights.json  {"page_weights": {"pages": {page: bytes}, "total_bytes": n, ...}}  (tests/book/test_browser.py)
+  browser_check.json {"browser_check_s": s}                  (tests/book/test_browser.py, the whole book)
+  lab_check.json     {"lab_check_s": s}                      (tests/book/lab.py)
 A value not written by this run prints as "not measured".
 """
 
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 BUDGETS = {"make_test_s": 600, "book_build_s": 120, "notebook_s": 90}
-PAGE_LIMIT, BOOK_LIMIT = 3_000_000, 80_000_000  # bytes, as .ci/browser_check.py enforces
+PAGE_LIMIT, BOOK_LIMIT = 3_000_000, 80_000_000  # bytes, as tests/book/browser.py enforces
 
 
 def load(folder: Path) -> dict:
