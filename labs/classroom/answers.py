@@ -5,11 +5,27 @@
   gives None.
 - `grade_number` then prints "Right: ...", the hint for a known wrong number, or a
   general hint. A check never prints the answer itself.
+- `say`, `fill`: a check's message in lines of at most `PHONE_WIDTH` characters, so it reads
+  whole in a phone's output box (``grade_number(..., wrap=True)`` wraps its messages the same way).
 """
 
 from __future__ import annotations
 
-__all__ = ["ONE_NUMBER", "number_answer", "word_answer", "grade_number"]
+import textwrap
+
+__all__ = ["ONE_NUMBER", "PHONE_WIDTH", "fill", "say", "number_answer", "word_answer", "grade_number"]
+
+PHONE_WIDTH = 46  # monospace characters a phone's output box shows
+
+
+def fill(text: str) -> str:
+    """``text`` in lines of at most `PHONE_WIDTH` characters."""
+    return textwrap.fill(text, PHONE_WIDTH)
+
+
+def say(text: str) -> None:
+    """Print ``text`` in lines of at most `PHONE_WIDTH` characters."""
+    print(fill(text))
 
 
 ONE_NUMBER = "Hint: the answer is one number, got {answer!r}"  # the usual `number_answer` hint
@@ -50,11 +66,13 @@ def word_answer(answer: object, words: tuple[str, ...], not_answered: str, hint:
 
 
 def grade_number(value: float, truth: float, right: str, misses: dict[float, str], otherwise: str, *,
-                 tol: float) -> bool:
+                 tol: float, wrap: bool = False) -> bool:
     """Print ``right`` and give True if ``value`` is within ``tol`` of ``truth``; else give False after printing
-    the hint of the first known wrong number in ``misses`` within ``tol`` of it, or ``otherwise``."""
+    the hint of the first known wrong number in ``misses`` within ``tol`` of it, or ``otherwise``. With
+    ``wrap``, every message is printed in lines of at most `PHONE_WIDTH` characters."""
+    show = say if wrap else print
     if abs(value - truth) < tol:
-        print(right)
+        show(right)
         return True
-    print(next((hint for wrong, hint in misses.items() if abs(value - wrong) < tol), otherwise))
+    show(next((hint for wrong, hint in misses.items() if abs(value - wrong) < tol), otherwise))
     return False

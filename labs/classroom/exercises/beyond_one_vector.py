@@ -7,65 +7,47 @@ the answer is wrong (never the answer), and returns True or False.
 from __future__ import annotations
 
 import math
-import textwrap
 
-from labs.classroom.answers import grade_number, number_answer
+from labs.classroom.answers import fill, grade_number, number_answer, say
 
 __all__ = ["check_index_gigabytes", "check_bce_probability", "check_best_shortlist_recall"]
-
-WIDTH = 46  # a phone's output box shows about 46 monospace characters
-
-
-def _say(text: str) -> None:
-    print(textwrap.fill(text, WIDTH))
-
-
-def _fill(text: str) -> str:
-    return textwrap.fill(text, WIDTH)
-
-
-def _grade(value: float, truth: float, right: str, misses: dict[float, str], otherwise: str, *,
-           tol: float) -> bool:
-    """`grade_number` with every message wrapped to the phone's width."""
-    return grade_number(value, truth, _fill(right), {k: _fill(v) for k, v in misses.items()}, _fill(otherwise),
-                        tol=tol)
 
 
 def check_index_gigabytes(answer: object) -> bool:
     """10 million vectors cut to their first 128 numbers and stored as int8: how many GB (10^9 bytes)?"""
-    value = number_answer(answer, _fill("Not answered yet: fill in a number of gigabytes."),
-                          _fill("Give a number of gigabytes, not {answer!r}."), refuse_bool=True)
+    value = number_answer(answer, fill("Not answered yet: fill in a number of gigabytes."),
+                          fill("Give a number of gigabytes, not {answer!r}."), refuse_bool=True)
     if value is None:
         return False
-    return _grade(
+    return grade_number(
         value, 1.28, "Right: 128 numbers x 1 byte x 10 million vectors, 1.28 billion bytes.",
         {5.12: "Not yet: that is 128 numbers in float32 (4 bytes each). What does int8 take?",
          3.84: "Not yet: that keeps all 384 numbers. The vectors are cut first.",
          15.36: "Not yet: that is the full float32 vector. Cut it, then quantise it.",
          0.16: "Not yet: that is one bit per number; int8 keeps a whole byte.",
          1.28e9: "Not yet: that is the number of bytes. Give it in gigabytes (10^9 bytes)."},
-        "Not yet: multiply the numbers kept, the bytes per number and the number of vectors.", tol=0.005)
+        "Not yet: multiply the numbers kept, the bytes per number and the number of vectors.", tol=0.005, wrap=True)
 
 
 def check_bce_probability(answer: object) -> bool:
     """A row labelled 0 ('no') costs the cross-encoder a loss of 2.0: what probability of 'yes' did it give?"""
-    value = number_answer(answer, _fill("Not answered yet: fill in a probability between 0 and 1."),
-                          _fill("Give a probability between 0 and 1, not {answer!r}."), refuse_bool=True)
+    value = number_answer(answer, fill("Not answered yet: fill in a probability between 0 and 1."),
+                          fill("Give a probability between 0 and 1, not {answer!r}."), refuse_bool=True)
     if value is None:
         return False
     if value > 1:
         value /= 100  # a percentage
     if not 0 <= value <= 1:
-        _say("Not yet: a probability lies between 0 and 1.")
+        say("Not yet: a probability lies between 0 and 1.")
         return False
-    return _grade(
+    return grade_number(
         value, 1 - math.exp(-2.0), "Right: 2 = -ln(1 - p), so 1 - p = e^-2 and the model said 'yes' "
         "with that probability, confidently wrong.",
         {math.exp(-2.0): "Not yet: that would be the probability of a row labelled 1 (yes) with this loss. "
                          "A row labelled 0 pays -ln(1 - p).",
          1 / (1 + math.exp(-2.0)): "Not yet: 2.0 is the loss, not the raw output. Undo the logarithm.",
          0.5: "Not yet: a 50/50 answer costs ln 2 on either label, much less than 2.0."},
-        "Not yet: for a row labelled 0 the loss is -ln(1 - p). Solve it for p.", tol=0.005)
+        "Not yet: for a row labelled 0 the loss is -ln(1 - p). Solve it for p.", tol=0.005, wrap=True)
 
 
 #: The retriever's Recall@k, and the reranker's hit rate given the right passage is in the
@@ -75,8 +57,8 @@ SHORTLISTS = {5: (0.60, 0.95), 10: (0.70, 0.90), 20: (0.75, 0.80), 50: (0.80, 0.
 
 def check_best_shortlist_recall(answer: object) -> bool:
     """The best Recall@1 a retrieve-then-rerank pipeline reaches over the shortlist lengths in SHORTLISTS."""
-    value = number_answer(answer, _fill("Not answered yet: fill in a Recall@1, a number between 0 and 1."),
-                          _fill("Give a number between 0 and 1, not {answer!r}."), refuse_bool=True)
+    value = number_answer(answer, fill("Not answered yet: fill in a Recall@1, a number between 0 and 1."),
+                          fill("Give a number between 0 and 1, not {answer!r}."), refuse_bool=True)
     if value is None:
         return False
     if value > 1:
@@ -87,7 +69,7 @@ def check_best_shortlist_recall(answer: object) -> bool:
                       "of the passages it is given." for recall, _ in SHORTLISTS.values()}
     misses.update({r: "Not yet: that is one shortlist length. Work out all four and keep the best."
                    for k, r in results.items() if r != best})
-    return _grade(value, best, "Right: Recall@1 = Recall@k x the reranker's hit rate; a longer "
+    return grade_number(value, best, "Right: Recall@1 = Recall@k x the reranker's hit rate; a longer "
                         "shortlist raises the first and lowers the second, and the best is in between.",
                         misses, "Not yet: the reranker can only put first a passage it was given. Multiply "
-                        "the two rates for each length.", tol=0.003)
+                        "the two rates for each length.", tol=0.003, wrap=True)

@@ -7,28 +7,15 @@ the answer is wrong (never the answer), and returns True or False.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable
 
 import numpy as np
 
-from labs.classroom.answers import grade_number, number_answer
+from labs.classroom.answers import grade_number, number_answer, say
 from labs.lessons.margin_toy import PAIRS, START, margin_toy, pair_distances, pull, push
 
 __all__ = ["check_pull", "check_push", "EXTRA_NEGATIVE", "added_negative_distance",
            "check_collapse_point", "check_added_negative"]
-
-
-def _say(text: str) -> None:
-    """Print a check's message in lines of at most 46 characters (a phone's output box)."""
-    print(textwrap.fill(text, 46))
-
-
-def _grade(value: float, truth: float, right: str, misses: dict[float, str], otherwise: str, *,
-           tol: float) -> bool:
-    """`grade_number` with every message wrapped at 46 characters."""
-    return grade_number(value, truth, textwrap.fill(right, 46), {k: textwrap.fill(v, 46) for k, v in misses.items()},
-                        textwrap.fill(otherwise, 46), tol=tol)
 
 
 # The exercise's extra negative pair: refund and password do not belong together.
@@ -48,27 +35,27 @@ def _call(fn: Callable, args: tuple) -> tuple[np.ndarray, np.ndarray] | str:
 
 def _check_mover(fn: object, name: str, reference: Callable, cases: list[tuple], hint: Callable) -> bool:
     if fn is None:
-        _say(f"Not answered yet: fill in your {name} function and run the cell again.")
+        say(f"Not answered yet: fill in your {name} function and run the cell again.")
         return False
     if not callable(fn):
-        _say(f"Pass the function itself, e.g. check_{name}(my_{name}), not a {type(fn).__name__}.")
+        say(f"Pass the function itself, e.g. check_{name}(my_{name}), not a {type(fn).__name__}.")
         return False
     for args in cases:
         got = _call(fn, args)
         if isinstance(got, str) and got.startswith("nothing"):
-            _say("Not answered yet: your function returned None; replace the placeholder line.")
+            say("Not answered yet: your function returned None; replace the placeholder line.")
             return False
         if isinstance(got, str):
-            _say(f"Your function raised {got} for the arguments {args}; it should return two points.")
+            say(f"Your function raised {got} for the arguments {args}; it should return two points.")
             return False
         want = reference(*args)
         if got[0].shape != want[0].shape or got[1].shape != want[1].shape:
-            _say(f"For the arguments {args} it should return two points of {want[0].size} numbers each.")
+            say(f"For the arguments {args} it should return two points of {want[0].size} numbers each.")
             return False
         if not (np.allclose(got[0], want[0]) and np.allclose(got[1], want[1])):
-            _say(hint(args, got))
+            say(hint(args, got))
             return False
-    _say(f"Right: your {name} agrees with the reference on all {len(cases)} cases.")
+    say(f"Right: your {name} agrees with the reference on all {len(cases)} cases.")
     return True
 
 
@@ -114,19 +101,19 @@ def check_collapse_point(answer: object) -> bool:
     moves: login and password meet at the midpoint of their starting positions.
     """
     if answer is None:
-        _say("Not answered yet: fill in answer = (x, y), the point where login ends.")
+        say("Not answered yet: fill in answer = (x, y), the point where login ends.")
         return False
     try:
         point = np.asarray(answer, dtype=np.float64)
     except (TypeError, ValueError):
         point = np.array([])
     if point.shape != (2,) or not np.all(np.isfinite(point)):
-        _say(f"The answer is a point, two numbers (x, y), got {answer!r}.")
+        say(f"The answer is a point, two numbers (x, y), got {answer!r}.")
         return False
     start = {w: np.array(p, dtype=np.float64) for w, p in START.items()}
     truth = (start["login"] + start["password"]) / 2
     if np.linalg.norm(point - truth) < 0.01:
-        _say("Right: a pull moves both words by the same step in opposite directions, so the pair's "
+        say("Right: a pull moves both words by the same step in opposite directions, so the pair's "
               "midpoint never moves; with nothing else acting on them, they meet there.")
         return True
     misses = {
@@ -139,9 +126,9 @@ def check_collapse_point(answer: object) -> bool:
     }
     for target, text in misses.values():
         if np.linalg.norm(point - target) < 0.01:
-            _say(text)
+            say(text)
             return False
-    _say("Not there. Hint: one pull moves login and password by the same step towards each other. "
+    say("Not there. Hint: one pull moves login and password by the same step towards each other. "
           "What stays where it was?")
     return False
 
@@ -160,7 +147,7 @@ def check_added_negative(answer: object) -> bool:
     before = {(a, b): d for a, b, _, d in pair_distances(margin_toy(10))}[("login", "password")]
     first = margin_toy(10, pairs=(EXTRA_NEGATIVE,) + PAIRS)
     in_front = {(a, b): d for a, b, _, d in pair_distances(first)}[("login", "password")]
-    return _grade(
+    return grade_number(
         value, added_negative_distance(10),
         "Right: the new push moves password away from refund, and login sits close to refund, so password "
         "also moves away from login; the pull still takes 20% of the gap every step, so the pair closes "
@@ -169,4 +156,4 @@ def check_added_negative(answer: object) -> bool:
          in_front: "Close: you put the new pair first. One step visits the pairs in list order; add it at the end.",
          0.0: "Not after 10 steps: the pull removes 20% of the gap per step, so some gap is left."},
         "Not that. Build the pairs (the five, then the new one), train 10 steps and measure login - password.",
-        tol=2e-3)
+        tol=2e-3, wrap=True)

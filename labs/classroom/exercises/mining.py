@@ -8,27 +8,14 @@ the answer is wrong (never the answer), and returns True or False.
 
 from __future__ import annotations
 
-import textwrap
 
 import numpy as np
 
-from labs.classroom.answers import grade_number, number_answer
+from labs.classroom.answers import grade_number, number_answer, say
 from labs.lessons.infonce import false_negative_mask
 from labs.lessons.mining import PAIRS, dedupe_pairs, same_batch_chance
 
 __all__ = ["SAFE_WINDOW", "check_mask", "check_safe_window", "check_same_batch_chance"]
-
-
-def _say(text: str) -> None:
-    """Print a check's message in lines of at most 46 characters (a phone's output box)."""
-    print(textwrap.fill(text, 46))
-
-
-def _grade(value: float, truth: float, right: str, misses: dict[float, str], otherwise: str, *,
-           tol: float) -> bool:
-    """`grade_number` with every message wrapped at 46 characters."""
-    return grade_number(value, truth, textwrap.fill(right, 46), {k: textwrap.fill(v, 46) for k, v in misses.items()},
-                        textwrap.fill(otherwise, 46), tol=tol)
 
 
 # The router question under the packaged all-MiniLM-L6-v2: the power-cycle twin scores 0.854, the
@@ -50,24 +37,24 @@ def _mask_cases() -> list[tuple[np.ndarray, float]]:
 def check_mask(fn: object) -> bool:
     """Check the reader's ``mask(S, margin)``: True where row i's negative j scores above S[i, i] + margin."""
     if fn is None:
-        _say("Not answered yet: fill in your mask function and run the cell again.")
+        say("Not answered yet: fill in your mask function and run the cell again.")
         return False
     if not callable(fn):
-        _say(f"Pass the function itself, e.g. check_mask(my_mask), not a {type(fn).__name__}.")
+        say(f"Pass the function itself, e.g. check_mask(my_mask), not a {type(fn).__name__}.")
         return False
     for S, margin in _mask_cases():
         try:
             got = fn(S.copy(), margin)
         except Exception as err:  # the reader's code: report it, do not crash the notebook
-            _say(f"Your function raised {type(err).__name__}: {err} for a {S.shape} table; "
+            say(f"Your function raised {type(err).__name__}: {err} for a {S.shape} table; "
                   "it should return a True/False table of the same shape.")
             return False
         if got is None:
-            _say("Not answered yet: your function returned None; replace the placeholder line.")
+            say("Not answered yet: your function returned None; replace the placeholder line.")
             return False
         got = np.asarray(got)
         if got.shape != S.shape:
-            _say(f"For a {S.shape} table it should return a table of the same shape, got {got.shape}.")
+            say(f"For a {S.shape} table it should return a table of the same shape, got {got.shape}.")
             return False
         want = false_negative_mask(S, margin)
         if np.array_equal(got.astype(bool), want):
@@ -76,16 +63,16 @@ def check_mask(fn: object) -> bool:
         rows = np.arange(B)
         where = f"For the table {S.tolist()} and margin {margin}"
         if np.any(got.astype(bool)[rows, rows]):
-            _say(f"{where}: you masked a positive (column i of row i). The positive always stays.")
+            say(f"{where}: you masked a positive (column i of row i). The positive always stays.")
         elif np.array_equal(got.astype(bool), (S > S[rows, rows][:, None] - margin) & ~np.eye(*S.shape, dtype=bool)):
-            _say(f"{where}: check the sign: the margin is added to the positive's score.")
+            say(f"{where}: check the sign: the margin is added to the positive's score.")
         elif np.array_equal(got.astype(bool), (S >= S[rows, rows][:, None] + margin) & ~np.eye(*S.shape, dtype=bool)):
-            _say(f"{where}: a negative exactly at the positive plus the margin is kept; only one strictly above "
+            say(f"{where}: a negative exactly at the positive plus the margin is kept; only one strictly above "
                   "is masked.")
         else:
-            _say(f"{where}: compare each negative with its own row's positive, S[i, i], plus the margin.")
+            say(f"{where}: compare each negative with its own row's positive, S[i, i], plus the margin.")
         return False
-    _say(f"Right: your mask agrees with the library's on all {len(_mask_cases())} tables.")
+    say(f"Right: your mask agrees with the library's on all {len(_mask_cases())} tables.")
     return True
 
 
@@ -94,7 +81,7 @@ def check_safe_window(answer: object) -> bool:
     value = number_answer(answer, "Not answered yet: fill in the width, a number.")
     if value is None:
         return False
-    return _grade(
+    return grade_number(
         value, SAFE_WINDOW,
         "Right: the twin is masked while the margin stays below its lead over the answer, and the closest true "
         "negative is kept once the margin reaches its (negative) gap; the answer's own score cancels, so the "
@@ -105,7 +92,7 @@ def check_safe_window(answer: object) -> bool:
                        "The window reaches up to where the twin stops being masked.",
          -SAFE_WINDOW: "A width is a positive number: top end minus bottom end.",
          0.1: "That is the Qwen3 recipe's margin, a point (which does not even mask the twin), not a width."},
-        "Not that. For each card, at which margin does it start to be masked? Find the two ends.", tol=4e-3)
+        "Not that. For each card, at which margin does it start to be masked? Find the two ends.", tol=4e-3, wrap=True)
 
 
 def check_same_batch_chance(answer: object) -> bool:
@@ -117,7 +104,7 @@ def check_same_batch_chance(answer: object) -> bool:
     if value > 1:
         value /= 100  # a percentage
     n = len(dedupe_pairs(list(PAIRS)))
-    return _grade(
+    return grade_number(
         value, same_batch_chance(n, 4),
         "Right: the pairs of rows that share a batch, over all pairs of rows; that is one shuffle in "
         "a few, the 100 shuffles above were an estimate of it.",
@@ -126,4 +113,4 @@ def check_same_batch_chance(answer: object) -> bool:
          3 / (n - 1): "Close, but that assumes the first question sits in a full batch. One of the batches is "
                       "short.",
          4 / n: "Not quite: count pairs of rows, not single rows."},
-        "Not that. Count the pairs of rows that land in one batch, over all pairs of rows.", tol=2e-3)
+        "Not that. Count the pairs of rows that land in one batch, over all pairs of rows.", tol=2e-3, wrap=True)
