@@ -19,16 +19,14 @@ and the by-hand step are in `labs.retrieval.loss`.
 the flag; everything it hands on is trusted after that.
 
 Precision: the weights the optimizer updates are float32 whatever the checkpoint stores
-(`labs.retrieval.device.assert_float32_master` checks before training); autocast computes in
+(`labs.retrieval.models.load_encoder` loads them so; the by-hand step's `labs.retrieval.loss.adamw`
+asserts it with `labs.retrieval.device.assert_float32_master`); autocast computes in
 bf16 on GPUs that support it natively, in fp16 with a gradient scaler on older GPUs, and not
 at all on the CPU (`labs.retrieval.device.training_precision`). ``best/`` is saved in float32.
 
-Shapes
+Shapes (the batches themselves: `labs.retrieval.batches`)
 ------
 =============  ================  ============================================
-name           shape             meaning
-=============  ================  ============================================
-batch          B rows            (query, positive[, hard negative]) texts
 embeddings     (B, d) per column d = 384 (MiniLM) or 1024 (Qwen3-0.6B)
 similarities   (B, B) or (B, 2B) the loss's table; row i's answer is column i
 =============  ================  ============================================
