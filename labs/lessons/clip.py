@@ -31,20 +31,25 @@ the same loss is ``0.5 * (cross_entropy(S, arange(n)) + cross_entropy(S.T,
 arange(n)))``, which the tests use to check the hand gradients. The real-image
 version (scikit-learn digits and a frozen sentence encoder) is `labs.lessons.clip_digits`.
 
+Every public function checks its arguments at its top and names the bad one in a ValueError:
+tables must hold real, finite numbers (not booleans, text, complex numbers, nor a tensor that
+requires grad: these functions compute with NumPy), labels must be integers, and random numbers
+come from a ``np.random.Generator`` that the caller passes.
+
 Lesson: ``notebooks/08_clip.ipynb``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from labs.lessons.hard_negatives import info_nce_grads, normalize_backward, normalize_rows
+from labs.lessons.hard_negatives import _normalize, info_nce_grads, normalize_backward
 from labs.lessons.infonce import clip_loss
-from labs.lessons.inputs import valid_tau
+from labs.lessons.inputs import finite_array, real_number, scaled_scores, valid_tau, whole_array, whole_number
 
 __all__ = [
     "N_CLASSES",
@@ -74,8 +79,29 @@ class ToyWorld:
     feature_noise: float = 0.3  # noise added to every image and caption feature
 
 
+def _generator(rng, name: str = "rng") -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"{name} must be a numpy Generator, such as np.random.default_rng(seed), "
+                         f"got {rng!r:.60}")
+    return rng
+
+
+def _encode(X: np.ndarray, W: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Unit rows of X @ W and their lengths; X and W are checked finite, so only the product can
+    overflow, and a row with no direction is named as the product's."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        A = X @ W
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} overflows float64: its inputs are finite, but too large to multiply")
+    zero = np.flatnonzero(~np.any(A, axis=1))
+    if len(zero):
+        raise ValueError(f"{name} row {int(zero[0])} is all zeros: it has no direction to scale to length 1")
+    return _normalize(A, name)
+
+
 def make_toy_world(rng: np.random.Generator) -> ToyWorld:
     """Draw 5 class prototypes and the two random mixing matrices."""
+    rng = _generator(rng)
     return ToyWorld(
         prototypes=rng.standard_normal((N_CLASSES, LATENT_DIM)),
         image_mix=rng.standard_normal((LATENT_DIM, IMAGE_DIM)),
@@ -85,8 +111,10 @@ def make_toy_world(rng: np.random.Generator) -> ToyWorld:
 
 def sample_pairs(world: ToyWorld, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """n (image, caption) pairs that share a hidden meaning: (n, 32), (n, 24), labels (n,)."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    if not isinstance(world, ToyWorld):
+        raise ValueError(f"world must be a ToyWorld from make_toy_world, got {type(world).__name__}")
+    n = whole_number(n, "n", 1)
+    rng = _generator(rng)
     labels = rng.integers(N_CLASSES, size=n)
     z = world.prototypes[labels] + world.meaning_noise * rng.standard_normal((n, LATENT_DIM))
     images = z @ world.image_mix + world.feature_noise * rng.standard_normal((n, IMAGE_DIM))
@@ -96,15 +124,20 @@ def sample_pairs(world: ToyWorld, n: int, rng: np.random.Generator) -> tuple[np.
 
 def class_captions(world: ToyWorld) -> np.ndarray:
     """One clean caption per class, (5, 24): the prototype seen through the caption mixing, no noise."""
+    if not isinstance(world, ToyWorld):
+        raise ValueError(f"world must be a ToyWorld from make_toy_world, got {type(world).__name__}")
     return world.prototypes @ world.caption_mix
 
 
 def embed(X: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """Encode rows of X (n, k) with a linear encoder W (k, d) and scale them to length 1: (n, d)."""
-    X, W = np.asarray(X, dtype=np.float64), np.asarray(W, dtype=np.float64)
+    """Encode rows of X (n, k) with a linear encoder W (k, d) and scale them to length 1: (n, d).
+
+    X and W must hold real, finite numbers; a row of X @ W that is all zeros (no direction) or a
+    product too large for float64 is refused, naming ``X @ W``."""
+    X, W = finite_array(X, "X"), finite_array(W, "W")
     if X.ndim != 2 or W.ndim != 2 or X.shape[1] != W.shape[0]:
         raise ValueError(f"X (n, k) and W (k, d) must fit, got shapes {X.shape} and {W.shape}")
-    return normalize_rows(X @ W)[0]
+    return _encode(X, W, "X @ W")[0]
 
 
 def clip_loss_and_grads(
@@ -117,16 +150,19 @@ def clip_loss_and_grads(
     scaling keeps only their sideways part (`normalize_backward`); then dW = X^T dA.
     """
     tau = valid_tau(tau)
-    X, Y = np.asarray(images, dtype=np.float64), np.asarray(captions, dtype=np.float64)
+    X, Y = finite_array(images, "images"), finite_array(captions, "captions")
+    Wi, Wt = finite_array(Wi, "Wi"), finite_array(Wt, "Wt")
     if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0] or X.shape[0] < 2:
         raise ValueError(
             f"images (n, k) and captions (n, m) need the same number n >= 2 of rows, got {X.shape} and {Y.shape}"
         )
-    if Wi.shape != (X.shape[1], Wt.shape[1]) or Wt.shape[0] != Y.shape[1]:
+    if Wi.ndim != 2 or Wt.ndim != 2 or Wi.shape != (X.shape[1], Wt.shape[1]) or Wt.shape[0] != Y.shape[1]:
         raise ValueError(f"Wi {Wi.shape} and Wt {Wt.shape} do not fit images {X.shape} and captions {Y.shape}")
-    I, image_norms = normalize_rows(X @ Wi)
-    T, caption_norms = normalize_rows(Y @ Wt)
-    loss = clip_loss(I @ T.T, tau)
+    I, image_norms = _encode(X, Wi, "images @ Wi")
+    T, caption_norms = _encode(Y, Wt, "captions @ Wt")
+    S = I @ T.T
+    scaled_scores(S, tau, name="the cosine table I @ T.T")  # names a tau too small for the cosines
+    loss = clip_loss(S, tau)
     dI, dT = info_nce_grads(I, T, tau, symmetric=True)
     dWi = X.T @ normalize_backward(dI, I, image_norms)
     dWt = Y.T @ normalize_backward(dT, T, caption_norms)
@@ -134,11 +170,22 @@ def clip_loss_and_grads(
 
 
 def zero_shot_predict(image_vecs: np.ndarray, caption_vecs: np.ndarray) -> np.ndarray:
-    """Label each image by its most similar class caption: (n, d), (C, d) -> (n,)."""
+    """Label each image by its most similar class caption: (n, d), (C, d) -> (n,).
+
+    Both tables must hold real, finite numbers; they are compared in float64 (a float16 product
+    would overflow), and a similarity that still overflows is refused rather than ranked.
+    """
+    image_vecs, caption_vecs = finite_array(image_vecs, "image_vecs"), finite_array(caption_vecs, "caption_vecs")
     if image_vecs.ndim != 2 or caption_vecs.ndim != 2 or image_vecs.shape[1] != caption_vecs.shape[1]:
         raise ValueError(f"image_vecs (n, d) and caption_vecs (C, d) must share d, got "
                          f"{image_vecs.shape} and {caption_vecs.shape}")
-    return np.argmax(image_vecs @ caption_vecs.T, axis=1)
+    if caption_vecs.shape[0] == 0:
+        raise ValueError("caption_vecs has no rows: there is no class to predict")
+    with np.errstate(over="ignore", invalid="ignore"):
+        S = image_vecs @ caption_vecs.T
+    if not np.all(np.isfinite(S)):
+        raise ValueError("image_vecs @ caption_vecs.T overflows float64: scale the vectors down (unit rows)")
+    return np.argmax(S, axis=1)
 
 
 @dataclass
@@ -176,17 +223,19 @@ def train_clip_toy(
     reached after each of them, as one run, in ``accuracy_at``.
     """
     tau = valid_tau(tau)
-    for name, value, low in (("steps", steps, 0), ("batch", batch, 2), ("dim", dim, 1),
-                             ("n_test", n_test, 1), ("n_show", n_show, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    seed = whole_number(seed, "seed", 0)
+    steps, batch, dim = whole_number(steps, "steps", 0), whole_number(batch, "batch", 2), whole_number(dim, "dim", 1)
+    n_test, n_show = whole_number(n_test, "n_test", 1), whole_number(n_show, "n_show", 1)
     if n_show > n_test:
         raise ValueError(f"n_show={n_show} cannot exceed n_test={n_test}")
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+    rate = real_number(lr, "lr", "a finite number > 0")
+    if not (math.isfinite(rate) and rate > 0):
         raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    if isinstance(checkpoints, (str, bytes)) or not isinstance(checkpoints, Iterable):
+        raise ValueError(f"checkpoints must be a list of step counts, got {checkpoints!r:.60}")
     marks = set()
     for c in checkpoints:
-        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= c <= steps:
+        if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer)) or not 0 <= c <= steps:
             raise ValueError(f"checkpoints must be step counts between 0 and steps={steps}, got {c!r}")
         marks.add(int(c))
     world_rng, batch_rng, test_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
@@ -207,8 +256,8 @@ def train_clip_toy(
             break
         images, captions, _ = sample_pairs(world, batch, batch_rng)
         loss, dWi, dWt = clip_loss_and_grads(images, captions, Wi, Wt, tau)
-        Wi -= lr * dWi
-        Wt -= lr * dWt
+        Wi -= rate * dWi
+        Wt -= rate * dWt
         losses.append(loss)
 
     I, L = embed(test_images, Wi), embed(clean, Wt)
@@ -218,9 +267,14 @@ def train_clip_toy(
 
 
 def staircase_misses(similarity: np.ndarray, labels: np.ndarray) -> list[tuple[int, int, int]]:
-    """Rows whose brightest caption is another class's: (row, true class, predicted class) each."""
-    similarity, labels = np.asarray(similarity), np.asarray(labels)
+    """Rows whose brightest caption is another class's: (row, true class, predicted class) each.
+
+    ``similarity`` must hold real, finite numbers (a NaN row has no brightest caption) and
+    ``labels`` integers (the class numbers, columns of ``similarity``)."""
+    similarity, labels = finite_array(similarity, "similarity"), whole_array(labels, "labels")
     if similarity.ndim != 2 or labels.shape != (similarity.shape[0],):
         raise ValueError(f"similarity (n, C) and labels (n,) do not fit: {similarity.shape} and {labels.shape}")
+    if similarity.shape[1] == 0 and len(labels):
+        raise ValueError("similarity has no columns: there is no caption to pick")
     predicted = similarity.argmax(axis=1)
     return [(int(r), int(labels[r]), int(predicted[r])) for r in np.flatnonzero(predicted != labels)]

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from labs.lessons.inputs import whole_array, whole_number
 
 __all__ = ["SAMPLERS", "draw_batch", "false_negative_floor"]
 
@@ -45,17 +46,22 @@ def draw_batch(y: np.ndarray, batch: int | None, sampler: str, gen: torch.Genera
     "random" draws ``batch`` images uniformly (with replacement); "one_per_digit"
     draws one image of each digit present in ``y``, in digit order, so the
     batch holds as many rows as there are digits and ``batch`` must be None or
-    that number.
+    that number. ``y`` must be a non-empty 1-D array of integer labels and ``gen`` a
+    ``torch.Generator`` (None would draw from torch's global random state, unseen by the caller).
     """
-    y = np.asarray(y)
-    if sampler not in SAMPLERS:
+    y = whole_array(y, "y")
+    if y.ndim != 1 or len(y) == 0:
+        raise ValueError(f"y must be a non-empty 1-D array of digit labels, got shape {y.shape}")
+    if not isinstance(sampler, str) or sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+    if not isinstance(gen, torch.Generator):
+        raise ValueError(f"gen must be a torch.Generator, such as torch.Generator().manual_seed(seed), got {gen!r:.60}")
     if sampler == "random":
-        if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 2:
+        if isinstance(batch, (bool, np.bool_)) or not isinstance(batch, (int, np.integer)) or batch < 2:
             raise ValueError(f"batch must be an integer >= 2 for the random sampler, got {batch!r}")
         return torch.randint(len(y), (int(batch),), generator=gen)
     digits = np.unique(y)
-    if batch is not None and batch != len(digits):
+    if batch is not None and whole_number(batch, "batch") != len(digits):
         raise ValueError(f"one_per_digit batches hold one image per digit ({len(digits)}), got batch={batch!r}")
     picks = []
     for d in digits:
@@ -70,9 +76,10 @@ def false_negative_floor(batch_labels: np.ndarray) -> float:
     A row whose digit appears n times in the batch can at best split its share
     evenly among those n same-digit columns (its own caption and n - 1 false
     negatives), a loss of ln n; the floor is the mean over rows. By symmetry the
-    column direction has the same floor. 0 when every row's digit is unique.
+    column direction has the same floor. 0 when every row's digit is unique. ``batch_labels``
+    must be integers (digits), not floats, booleans or text.
     """
-    labels = np.asarray(batch_labels)
+    labels = whole_array(batch_labels, "batch_labels")
     if labels.ndim != 1 or labels.size == 0:
         raise ValueError(f"batch_labels must be a non-empty 1-D array, got shape {labels.shape}")
     same = labels[:, None] == labels[None, :]

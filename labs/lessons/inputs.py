@@ -14,6 +14,10 @@ and trusts it after that. These are the shared checks:
 - `scaled_scores`: a (B, M) similarity table with M >= B, finite, divided by tau
   without overflowing, as float64;
 - `whole_number`: one integer (Python's or NumPy's, not a bool, not a float such as 2.0);
+- `whole_array`: a table of integers (labels, digits) as int64: not booleans, floats (even 3.0),
+  complex numbers, text, ragged nesting nor a masked array;
+- `real_tensor`: a table of real numbers for a function that computes with torch: a floating-point
+  tensor as it is (dtype, device and autograd graph kept), anything else as `real_array` reads it;
 - `one_bool`: True or False (not a string, not a number);
 - `text_list`: a list of strings, not one string (which would be read letter by letter).
 
@@ -29,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = ["real_number", "valid_tau", "valid_margin", "real_array", "finite_array", "scaled_scores",
-           "whole_number", "one_bool", "text_list"]
+           "whole_number", "whole_array", "real_tensor", "one_bool", "text_list"]
 
 
 def _is_tensor(value) -> bool:
@@ -172,6 +176,65 @@ def whole_number(value, name: str, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be {wanted}, got {value!r}")
     return int(value)
+
+
+def whole_array(value, name: str) -> np.ndarray:
+    """``value`` as an int64 NumPy array (labels, digits, indices), or ValueError naming ``name``.
+
+    Refused: booleans, floats (even 3.0: a label read from a float column is a mistake worth
+    hearing about), complex numbers, text, None, ragged nesting, a masked array, and integers
+    beyond int64. Python, NumPy and torch integers are read as they are; an empty list is an
+    empty array (its size is the caller's to check).
+    """
+    if _is_tensor(value):
+        if value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == _torch_bool():
+            raise ValueError(f"{name} must hold integers, got a tensor of dtype {value.dtype}")
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ma.MaskedArray):
+        raise ValueError(f"{name} is a masked array: NumPy would use its masked entries. Pass only the "
+                         f"entries to keep")
+    try:
+        array = np.asarray(value)
+    except ValueError:
+        raise ValueError(f"{name} is ragged: its rows have different lengths") from None
+    except (TypeError, RuntimeError) as err:
+        raise ValueError(f"{name} cannot be read as integers: {' '.join(str(err).split())}") from None
+    if array.size == 0:
+        return np.zeros(array.shape, dtype=np.int64)
+    if array.dtype.kind == "O":  # e.g. Python ints too large for int64, or numbers mixed with None
+        for x in array.ravel():
+            if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+                raise ValueError(f"{name} must hold integers, got {x!r:.40}")
+            if not -2**63 <= x < 2**63:
+                raise ValueError(f"{name} must hold integers that fit int64, got {x!r:.40}")
+        array = array.astype(np.int64)
+    if array.dtype.kind == "u" and array.max() >= 2**63:
+        raise ValueError(f"{name} must hold integers that fit int64, got {array.max()!r}")
+    if array.dtype.kind not in "iu":
+        what = {"b": "booleans", "f": "floats (give whole numbers as integers)", "c": "complex numbers",
+                "U": "text", "S": "bytes"}.get(array.dtype.kind, f"dtype {array.dtype}")
+        raise ValueError(f"{name} must hold integers, got {what}")
+    return array.astype(np.int64)
+
+
+def real_tensor(value, name: str):
+    """``value`` as a torch tensor of real numbers, for a function that computes with torch, or
+    ValueError naming ``name``.
+
+    A floating-point tensor is returned as it is: its dtype, device and autograd graph are kept
+    (torch can follow a gradient). An integer tensor becomes float64; a boolean or complex tensor
+    is refused. Anything else is read by `real_array` (so the same refusals) as a float64 tensor.
+    NaN and infinite entries are the caller's to check (``torch.isfinite``).
+    """
+    import torch
+
+    if _is_tensor(value):
+        if value.dtype.is_complex:
+            raise ValueError(f"{name} holds complex numbers; give real numbers")
+        if value.dtype == torch.bool:
+            raise ValueError(f"{name} must hold real numbers, got booleans")
+        return value if value.is_floating_point() else value.to(torch.float64)
+    return torch.from_numpy(real_array(value, name, train_with=None))
 
 
 def one_bool(value, name: str) -> bool:

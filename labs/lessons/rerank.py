@@ -33,15 +33,25 @@ the packaged all-MiniLM-L6-v2 with a new one-number head and
 ``BinaryCrossEntropyLoss``, whose value `binary_cross_entropy` computes by hand;
 `shortlist` equals ``torch.topk`` on the cosines, with ties broken by the lower
 index. Lesson: ``notebooks/09_beyond_one_vector.ipynb``.
+
+Every public function checks its arguments at its top and names the bad one in a ValueError:
+templates and texts are strings (a list of them, not one string read letter by letter), a rule is
+a (group, action) pair of non-empty strings, labels are 0 or 1 (not True or False), vectors and
+scores real, finite numbers, and counts integers (NumPy's too).
 """
 
 from __future__ import annotations
 
+import math
+import os
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
+
+from labs.lessons.inputs import finite_array, real_array, real_number, real_tensor, text_list, whole_number
 
 
 if TYPE_CHECKING:  # imported lazily: sentence-transformers is slow to import
@@ -100,18 +110,58 @@ YES_NEW = ["{G} always have to {a}."]
 NO_NEW = ["{G} never have to {a}."]
 
 
+def _rule(rule, name: str = "rule") -> tuple[str, str]:
+    if isinstance(rule, (str, bytes)) or not isinstance(rule, Iterable):
+        raise ValueError(f"{name} must be a (group, action) pair of strings, got {rule!r:.60}")
+    rule = tuple(rule)
+    if len(rule) != 2 or not all(isinstance(part, str) and part for part in rule):
+        raise ValueError(f"{name} must be a (group, action) pair of non-empty strings, got {rule!r:.60}")
+    return rule
+
+
+def _fill(template: str, rule: tuple[str, str], name: str) -> str:
+    group, action = rule
+    try:
+        return template.format(g=group, G=group[0].upper() + group[1:], a=action)
+    except (KeyError, IndexError, ValueError, AttributeError) as err:
+        raise ValueError(f"{name} = {template!r:.60} is not a template with only {{g}}, {{G}} and {{a}}: "
+                         f"{type(err).__name__} {err}") from None
+
+
 def fill(template: str, rule: tuple[str, str]) -> str:
     """Put a (group, action) rule into a template with {g}, {G} (capitalised) and {a}."""
-    group, action = rule
-    return template.format(g=group, G=group[0].upper() + group[1:], a=action)
+    if not isinstance(template, str):
+        raise ValueError(f"template must be a string with {{g}}, {{G}} or {{a}}, got {template!r:.60}")
+    return _fill(template, _rule(rule), "template")
+
+
+def _rules(rules) -> list[tuple[str, str]]:
+    if isinstance(rules, (str, bytes)) or not isinstance(rules, Iterable):
+        raise ValueError(f"rules must be a list of (group, action) pairs, got {rules!r:.60}")
+    rules = [_rule(r, f"rules[{i}]") for i, r in enumerate(rules)]
+    if len(rules) < 2:
+        raise ValueError(f"rules: need at least two rules (one is the other's off-topic passage), got {len(rules)}")
+    return rules
+
+
+def _templates(templates, name: str, rule: tuple[str, str]) -> list[str]:
+    """A non-empty list of templates, each tried on ``rule``, or ValueError naming the bad one."""
+    templates = text_list(templates, name)
+    if not templates:
+        raise ValueError(f"{name} is empty: give at least one template")
+    for i, t in enumerate(templates):
+        _fill(t, rule, f"{name}[{i}]")
+    return templates
 
 
 def labelled_pairs(rules: Sequence[tuple[str, str]], q_templates: Sequence[str],
                    yes_templates: Sequence[str], no_templates: Sequence[str]) -> list[tuple[str, str, int]]:
     """(question, passage, label) rows: each yes passage (1), each negation (0), and the
     next rule's first yes passage (0), for every rule and question template."""
-    if len(rules) < 2:
-        raise ValueError(f"rules: need at least two rules (one is the other's off-topic passage), got {len(rules)}")
+    rules = _rules(rules)
+    q_templates = _templates(q_templates, "q_templates", rules[0])
+    yes_templates = _templates(yes_templates, "yes_templates", rules[0])
+    no_templates = _templates(no_templates, "no_templates", rules[0])
     rows = []
     for i, rule in enumerate(rules):
         other = rules[(i + 1) % len(rules)]
@@ -126,9 +176,15 @@ def labelled_pairs(rules: Sequence[tuple[str, str]], q_templates: Sequence[str],
 def test_triples(rules: Sequence[tuple[str, str]], q_templates: Sequence[str],
                  yes_templates: Sequence[str], no_templates: Sequence[str]) -> list[tuple[str, str, str, str]]:
     """(question, yes passage, its negation, another rule's yes passage) for every rule,
-    question template and matching (yes, no) template pair."""
-    if len(rules) < 2:
-        raise ValueError(f"rules: need at least two rules, got {len(rules)}")
+    question template and matching (yes, no) template pair: ``yes_templates[i]`` is paired
+    with its negation ``no_templates[i]``, so the two lists have one length."""
+    rules = _rules(rules)
+    q_templates = _templates(q_templates, "q_templates", rules[0])
+    yes_templates = _templates(yes_templates, "yes_templates", rules[0])
+    no_templates = _templates(no_templates, "no_templates", rules[0])
+    if len(yes_templates) != len(no_templates):
+        raise ValueError(f"yes_templates and no_templates pair up one to one (a passage and its negation), "
+                         f"got {len(yes_templates)} and {len(no_templates)}")
     out = []
     for i, rule in enumerate(rules):
         other = rules[(i + 1) % len(rules)]
@@ -155,26 +211,49 @@ def train_cross_encoder(rows: Sequence[tuple[str, str, int]], base_model: str, s
     Starts from ``base_model``, a local model folder (the lesson passes the packaged
     all-MiniLM-L6-v2, `labs.retrieval.models.minilm_path()`), with a fresh one-number head;
     the word embedding table stays frozen (fewer weights to update, a faster lesson).
+    Every argument is checked before the model loads: ``rows`` is a list of (question,
+    passage, label) with two strings and a label 0 or 1 (not True or False), ``seed`` an
+    integer >= 0, ``lr`` a finite number > 0, ``batch_size`` and ``max_length`` integers >= 1.
+    A model that cannot be loaded from ``base_model`` is named in one ValueError.
     """
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
+        raise ValueError(f"rows must be a list of (question, passage, 0 or 1), got {rows!r:.60}")
+    rows = list(rows)
     if not rows:
         raise ValueError("rows is empty: nothing to train on")
-    bad = [r for r in rows if len(r) != 3 or r[2] not in (0, 1)]
+    bad = [r for r in rows if not _good_row(r)]
     if bad:
-        raise ValueError(f"rows must be (question, passage, 0 or 1); first bad row: {bad[0]!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        raise ValueError(f"rows must be (question, passage, 0 or 1); first bad row: {bad[0]!r:.120}")
+    seed, batch_size = whole_number(seed, "seed", 0), whole_number(batch_size, "batch_size", 1)
+    if seed >= 2**64:
+        raise ValueError(f"seed must be an integer from 0 to 2**64 - 1 (torch's seeds), got {seed}")
+    max_length = whole_number(max_length, "max_length", 1)
+    rate = real_number(lr, "lr", "a finite number > 0")
+    if not (math.isfinite(rate) and rate > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    if not isinstance(base_model, (str, os.PathLike)) or not str(base_model):
+        raise ValueError(f"base_model must be a local model folder (such as labs.retrieval.models.minilm_path()), "
+                         f"got {base_model!r:.60}")
+    folder = os.path.expanduser(str(base_model))
+    if (os.path.isabs(folder) or folder.startswith(".") or os.path.exists(folder)) and not os.path.isdir(folder):
+        raise ValueError(f"base_model {str(base_model)!r:.80} is not a folder: give a local model folder, such as "
+                         f"labs.retrieval.models.minilm_path()")
     from sentence_transformers import CrossEncoder
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()  # "some weights were newly initialised": the head, on purpose
     torch.manual_seed(seed)
-    cross = CrossEncoder(str(base_model), num_labels=1, max_length=max_length, device="cpu",
-                         local_files_only=True)
+    try:
+        cross = CrossEncoder(str(base_model), num_labels=1, max_length=max_length, device="cpu",
+                             local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"base_model {str(base_model)!r:.80} could not be loaded as a model: "
+                         f"{' '.join(str(err).split())[:200]}") from None
     for p in cross.model.base_model.embeddings.parameters():
         p.requires_grad_(False)
     loss_fn = BinaryCrossEntropyLoss(cross)
-    optimizer = torch.optim.AdamW([p for p in cross.parameters() if p.requires_grad], lr=lr)
+    optimizer = torch.optim.AdamW([p for p in cross.parameters() if p.requires_grad], lr=rate)
     order = list(rows)
     random.Random(seed).shuffle(order)
     cross.train()
@@ -182,53 +261,118 @@ def train_cross_encoder(rows: Sequence[tuple[str, str, int]], base_model: str, s
         batch = order[start:start + batch_size]
         labels = torch.tensor([float(y) for *_, y in batch])
         loss = loss_fn([[q for q, _, _ in batch], [p for _, p, _ in batch]], labels)
+        if not bool(torch.isfinite(loss.detach())):
+            raise ValueError(f"training diverged at batch {start // batch_size + 1}: the loss is "
+                             f"{loss.item()} (is lr={lr!r} too large?)")
         optimizer.zero_grad()
         loss.backward()
-        optimizer.step()
+        try:
+            optimizer.step()
+        except RuntimeError as err:
+            if "overflow" not in str(err):
+                raise
+            raise ValueError(f"lr={lr!r} is too large for the float32 model: the step overflows") from None
     cross.eval()
     return cross
+
+
+def _good_row(row) -> bool:
+    if isinstance(row, (str, bytes)) or not isinstance(row, Sequence) or len(row) != 3:
+        return False
+    question, passage, label = row
+    return isinstance(question, str) and isinstance(passage, str) and _is_0_or_1(label)
+
+
+def _is_0_or_1(label) -> bool:
+    """0 or 1 as an int or float (NumPy's too); True and False are not numbers here."""
+    return not isinstance(label, (bool, np.bool_)) and isinstance(label, (int, float, np.integer, np.floating)) \
+        and label in (0, 1)
 
 
 def shortlist(query_vec: torch.Tensor, doc_vecs: torch.Tensor, k: int) -> list[int]:
     """The ``k`` rows of ``doc_vecs`` with the highest dot product with ``query_vec``, best first.
 
-    Equal scores keep the lower row first.
+    Equal scores keep the lower row first. The vectors are tensors or tables of real, finite
+    numbers (two float dtypes are compared in the wider one); ``k`` is an integer (NumPy's too).
+    A score that overflows is refused rather than ranked.
     """
-    if query_vec.ndim != 1 or doc_vecs.ndim != 2 or doc_vecs.shape[1] != query_vec.shape[0]:
-        raise ValueError(f"query_vec must be (D,) and doc_vecs (N, D), got {tuple(query_vec.shape)} "
-                         f"and {tuple(doc_vecs.shape)}")
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= doc_vecs.shape[0]:
+    query_vec, doc_vecs = _vector_pair(query_vec, doc_vecs)
+    k = whole_number(k, "k")
+    if doc_vecs.shape[0] == 0:
+        raise ValueError("doc_vecs has no rows: there is nothing to shortlist")
+    if not 1 <= k <= doc_vecs.shape[0]:
         raise ValueError(f"k must be an integer from 1 to {doc_vecs.shape[0]}, got {k!r}")
-    scores = (doc_vecs @ query_vec).tolist()
+    scores = doc_vecs @ query_vec
+    if not bool(torch.isfinite(scores).all()):
+        raise ValueError(f"doc_vecs @ query_vec overflows {scores.dtype}: scale the vectors down (unit rows)")
+    scores = scores.tolist()
     return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:k]
 
 
+def _vector_pair(query_vec, doc_vecs) -> tuple[torch.Tensor, torch.Tensor]:
+    """query_vec (D,) and doc_vecs (N, D) as tensors of one float dtype, finite, without gradients."""
+    q, docs = real_tensor(query_vec, "query_vec").detach(), real_tensor(doc_vecs, "doc_vecs").detach()
+    if q.ndim != 1 or docs.ndim != 2 or docs.shape[1] != q.shape[0]:
+        raise ValueError(f"query_vec must be (D,) and doc_vecs (N, D), got {tuple(q.shape)} "
+                         f"and {tuple(docs.shape)}")
+    for name, x in (("query_vec", q), ("doc_vecs", docs)):
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name} contains NaN or infinite entries")
+    if q.device != docs.device:
+        raise ValueError(f"query_vec is on {q.device} but doc_vecs is on {docs.device}")
+    if q.dtype != docs.dtype:
+        wide = torch.promote_types(q.dtype, docs.dtype)
+        q, docs = q.to(wide), docs.to(wide)
+    return q, docs
+
+
 def rerank(candidates: Sequence[int], scores: Sequence[float]) -> list[int]:
-    """Reorder ``candidates`` by their ``scores``, highest first; equal scores keep their order."""
-    if len(candidates) != len(scores):
-        raise ValueError(f"candidates and scores differ in length: {len(candidates)} vs {len(scores)}")
-    order = sorted(range(len(candidates)), key=lambda j: -float(scores[j]))
+    """Reorder ``candidates`` by their ``scores``, highest first; equal scores keep their order.
+
+    ``candidates`` is a list (not one string, nor an unordered set); ``scores`` one real, finite
+    number per candidate (a NaN would sort anywhere)."""
+    return _rerank(candidates, scores, "scores")
+
+
+def _rerank(candidates, scores, scores_name: str) -> list[int]:
+    if isinstance(candidates, (str, bytes, set, frozenset, dict)) or not isinstance(candidates, Iterable):
+        raise ValueError(f"candidates must be a list (in shortlist order), got {type(candidates).__name__}")
+    candidates = list(candidates)
+    values = finite_array(scores, scores_name)
+    if values.ndim != 1:
+        raise ValueError(f"{scores_name} must be one number per candidate, got shape {values.shape}")
+    if len(candidates) != len(values):
+        raise ValueError(f"candidates and {scores_name} differ in length: {len(candidates)} vs {len(values)}")
+    order = sorted(range(len(candidates)), key=lambda j: -float(values[j]))
     return [candidates[j] for j in order]
 
 
 def retrieve_then_rerank(query_vec: torch.Tensor, doc_vecs: torch.Tensor, k: int,
                          score: Callable[[list[int]], Sequence[float]]) -> list[int]:
-    """Shortlist ``k`` rows by cosine, then reorder them by ``score(shortlist)`` (one score each)."""
+    """Shortlist ``k`` rows by cosine, then reorder them by ``score(shortlist)`` (one score each).
+
+    ``score`` must be callable; what it returns is checked as `rerank` checks ``scores``."""
+    if not callable(score):
+        raise ValueError(f"score must be a function of the shortlist's row numbers, got {score!r:.60}")
     candidates = shortlist(query_vec, doc_vecs, k)
-    return rerank(candidates, score(candidates))
+    return _rerank(candidates, score(candidates), "score(candidates)")
 
 
 def binary_cross_entropy(probabilities: Sequence[float], labels: Sequence[int]) -> float:
     """Mean of -[y ln p + (1 - y) ln(1 - p)] over the rows: minus the log of the probability of the right label.
 
-    ``probabilities`` are the model's p = sigmoid(logit) of "yes"; ``labels`` are 1 (yes) or 0 (no).
+    ``probabilities`` are the model's p = sigmoid(logit) of "yes"; ``labels`` are 1 (yes) or 0 (no),
+    as integers or floats (not True or False). Both are real numbers, one probability per label;
+    the sum is taken in float64.
     """
-    p = torch.as_tensor(list(probabilities), dtype=torch.float64)
-    y = torch.as_tensor(list(labels), dtype=torch.float64)
+    p = torch.from_numpy(real_array(probabilities, "probabilities", train_with="torch's binary_cross_entropy"))
+    y = torch.from_numpy(real_array(labels, "labels", train_with=None))
     if p.ndim != 1 or p.shape != y.shape or len(p) == 0:
         raise ValueError(f"need one probability per label, got {tuple(p.shape)} and {tuple(y.shape)}")
     if not bool(((y == 0) | (y == 1)).all()):
         raise ValueError("labels must be 0 or 1")
-    if not bool(((p > 0) & (p < 1)).all()):
-        raise ValueError("probabilities must lie strictly between 0 and 1")
+    outside = torch.nonzero(~((p > 0) & (p < 1)))
+    if len(outside):
+        i = int(outside[0, 0])
+        raise ValueError(f"probabilities must lie strictly between 0 and 1, got {float(p[i])!r} at index {i}")
     return float(-(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean())

@@ -23,10 +23,15 @@ heldout_top1    (steps,)    held-out top-1 accuracy after each step
 Relations: the loss is `labs.lessons.infonce.info_nce_torch`, the same loss as
 sentence-transformers' MultipleNegativesRankingLoss with ``scale = 1 / tau``
 (its default scale 20 is tau 0.05). Lesson: ``notebooks/04_temperature.ipynb``.
+
+Every public function checks its arguments at its top and names the bad one in a ValueError:
+counts and seeds are integers (NumPy's too; not bools, not floats such as 2.0), ``noise`` and
+``lr`` finite numbers (not strings), ``optimizer`` one of `OPTIMIZERS`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,7 +40,7 @@ import torch
 import torch.nn.functional as F
 
 from labs.lessons.infonce import info_nce_torch, positive_share
-from labs.lessons.inputs import valid_tau
+from labs.lessons.inputs import real_number, valid_tau, whole_number
 
 __all__ = [
     "positive_loss_gradient",
@@ -64,11 +69,11 @@ def make_toy_pairs(
     through the same random mixing matrix, each with its own noise. With noise
     2.5 the views are far from identical, so look-alike documents exist and
     ranking is not trivial. The mixing matrix depends on ``seed`` only.
+    ``n``, ``latent`` and ``dim`` are integers >= 1, ``seed`` an integer >= 0, ``noise`` a finite number >= 0.
     """
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    if noise < 0:
-        raise ValueError(f"noise must be >= 0, got {noise}")
+    n, seed = whole_number(n, "n", 1), whole_number(seed, "seed", 0)
+    latent, dim = whole_number(latent, "latent", 1), whole_number(dim, "dim", 1)
+    noise = _noise(noise)
     rng = np.random.default_rng(seed)
     mixing = rng.standard_normal((latent, dim))
     data_rng = np.random.default_rng([seed, n])
@@ -97,9 +102,26 @@ class TemperatureRun:
     share: float  # mean softmax share of the positive in held-out batches of `batch`, at this tau
     jitter: float  # std of the step-to-step change of the training loss
     rank_jitter: float  # std of the step-to-step change of held-out top-1
-    teaching_rows: float  # share of rows pulled with at least 1% of 1/tau (1 - share >= 0.01)
-    wrong_rows: float  # share of rows whose right document is not first in its own batch
+    teaching_rows: float  # share of rows pulled with at least 1% of 1/tau (1 - share >= 0.01); NaN if steps=0
+    wrong_rows: float  # share of rows whose right document is not first in its own batch; NaN if steps=0
     W: torch.Tensor  # (dim, 16) the trained encoder
+
+
+def _noise(noise) -> float:
+    value = real_number(noise, "noise", "a finite number >= 0")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
+    return value
+
+
+def _step(opt: torch.optim.Optimizer, lr) -> None:
+    """``opt.step()``, with torch's overflow of a learning rate too large for float32 weights named."""
+    try:
+        opt.step()
+    except RuntimeError as err:
+        if "overflow" not in str(err):
+            raise
+        raise ValueError(f"lr={lr!r} is too large for the float32 weights: the step overflows") from None
 
 
 def _top1(Tq: torch.Tensor, Td: torch.Tensor, W: torch.Tensor) -> float:
@@ -127,20 +149,26 @@ def train_at_temperature(
     Same data, same initial weights and same batches for every ``tau``,
     ``optimizer`` and ``lr`` (all fixed by ``seed``), so runs differ only in
     those settings. ``optimizer`` is "sgd" (plain SGD) or "adamw" (torch's
-    AdamW with its default betas and weight decay).
+    AdamW with its default betas and weight decay). ``steps=0`` trains nothing: the
+    batch averages ``teaching_rows`` and ``wrong_rows`` are then NaN (no batch was seen).
     """
     tau = valid_tau(tau)
-    if optimizer not in OPTIMIZERS:
+    if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr!r}")
-    if steps < 0 or batch < 2 or heldout < batch:
-        raise ValueError(f"need steps >= 0, batch >= 2 and heldout >= batch; got {steps}, {batch}, {heldout}")
+    rate = real_number(lr, "lr", "a finite number > 0")
+    if not (math.isfinite(rate) and rate > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    seed = whole_number(seed, "seed", 0)
+    if seed >= 2**64:
+        raise ValueError(f"seed must be an integer from 0 to 2**64 - 1 (torch's seeds), got {seed}")
+    steps, batch = whole_number(steps, "steps", 0), whole_number(batch, "batch", 2)
+    heldout = whole_number(heldout, "heldout", batch)
+    noise = _noise(noise)
     Xq, Xd = make_toy_pairs(steps * batch + heldout, seed=seed, noise=noise)
     Tq, Td = Xq[steps * batch :], Xd[steps * batch :]
     gen = torch.Generator().manual_seed(seed)
     W = torch.nn.Parameter(torch.randn(Xq.shape[1], 16, generator=gen) / 4)
-    opt = torch.optim.SGD([W], lr=lr) if optimizer == "sgd" else torch.optim.AdamW([W], lr=lr)
+    opt = torch.optim.SGD([W], lr=rate) if optimizer == "sgd" else torch.optim.AdamW([W], lr=rate)
     losses, top1 = np.zeros(steps), np.zeros(steps)
     teaching, wrong = [], []
     for s in range(steps):
@@ -151,10 +179,17 @@ def train_at_temperature(
                 missing = 1 - torch.softmax(S / tau, dim=1).diagonal()  # the pull, in units of 1/tau
             teaching.append((missing >= SILENT).double().mean().item())
             wrong.append((S.argmax(dim=1) != torch.arange(batch)).double().mean().item())
-        loss = info_nce_torch(Xq[rows] @ W, Xd[rows] @ W, tau)
+        q, d = Xq[rows] @ W, Xd[rows] @ W
+        if not bool(torch.isfinite(q.detach()).all() and torch.isfinite(d.detach()).all()):
+            raise ValueError(f"training diverged at step {s}: the encoded batch is no longer finite "
+                             f"(is lr={lr!r} too large?)")
+        loss = info_nce_torch(q, d, tau)
         opt.zero_grad()
         loss.backward()
-        opt.step()
+        _step(opt, lr)
+        if not bool(torch.isfinite(W.detach()).all()):
+            raise ValueError(f"training diverged at step {s}: the encoder's weights are no longer finite "
+                             f"(is lr={lr!r} too large?)")
         losses[s] = loss.item()
         with torch.no_grad():
             top1[s] = _top1(Tq, Td, W)

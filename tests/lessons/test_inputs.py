@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from labs.lessons.inputs import finite_array, one_bool, real_array, real_number, text_list, whole_number
+from labs.lessons.inputs import (
+    finite_array, one_bool, real_array, real_number, real_tensor, text_list, whole_array, whole_number,
+)
 
 
 def test_a_masked_array_is_refused_rather_than_read_with_its_masked_entries():
@@ -75,3 +77,35 @@ def test_text_list_refuses_one_string_none_and_non_strings():
     with pytest.raises(ValueError, match=r"texts\[1\] must be a string, got 3"):
         text_list(["a", 3], "texts")
     assert text_list(("a", "b"), "texts") == ["a", "b"]
+
+
+@pytest.mark.parametrize("value, message", [
+    ([0.0, 1.0], "got floats"), (np.array([3.0]), "got floats"), (torch.tensor([1.0]), "got a tensor of dtype torch.float32"),
+    ([True, False], "got booleans"), (torch.tensor([True]), "dtype torch.bool"), (["1", "2"], "got text"),
+    ("12", "got text"), ([1j], "complex numbers"), (None, "got None"), ([1, None], "got None"),
+    ([[1, 2], [3]], "is ragged"), (np.ma.masked_array([1, 2], mask=[0, 1]), "is a masked array"),
+    ([2**70], "fit int64"), (np.array([2**64 - 1], dtype=np.uint64), "fit int64"),
+], ids=["floats", "float-array", "float-tensor", "bools", "bool-tensor", "strings", "one-string", "complex", "none",
+        "none-entry", "ragged", "masked", "huge", "uint64"])
+def test_whole_array_takes_integers_only(value, message):
+    with pytest.raises(ValueError, match=f"labels .*{message}|labels {message}"):
+        whole_array(value, "labels")
+
+
+def test_whole_array_reads_python_numpy_and_torch_integers():
+    for value in ([3, 1, 3], np.array([3, 1, 3], dtype=np.int32), torch.tensor([3, 1, 3]), (np.int64(3), 1, 3)):
+        got = whole_array(value, "y")
+        assert got.dtype == np.int64 and got.tolist() == [3, 1, 3]
+    assert whole_array([], "y").shape == (0,)
+
+
+def test_real_tensor_keeps_a_float_tensor_and_reads_the_rest():
+    t = torch.ones(2, 3, dtype=torch.float16, requires_grad=True)
+    assert real_tensor(t, "v") is t  # dtype and autograd graph kept
+    assert real_tensor(torch.tensor([1, 2]), "v").dtype == torch.float64
+    assert real_tensor([[1.0, 2.0]], "v").dtype == torch.float64
+    for value, message in ((torch.ones(2, dtype=torch.complex64), "v holds complex numbers"),
+                           (torch.tensor([True]), "v must hold real numbers, got booleans"),
+                           (["a"], "v must hold real numbers, got text"), ([[1.0], [1.0, 2.0]], "v is ragged")):
+        with pytest.raises(ValueError, match=message):
+            real_tensor(value, "v")

@@ -181,3 +181,119 @@ def test_binary_cross_entropy_matches_torch():
         binary_cross_entropy([1.0], [1])
     with pytest.raises(ValueError, match="one probability"):
         binary_cross_entropy([0.5, 0.5], [1])
+
+
+# --- arguments checked at the top, named in one ValueError (issue 28) ---------------------------
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: fill(3, ("a", "b")), "template must be a string"),
+    (lambda: fill("{x}", ("a", "b")), r"template = '\{x\}' is not a template with only \{g\}, \{G\} and \{a\}: KeyError"),
+    (lambda: fill("{g", ("a", "b")), "template = .* is not a template"),
+    (lambda: fill("{g}", "ab"), "rule must be a .* pair of strings, got 'ab'"),
+    (lambda: fill("{g}", None), "rule must be a .* pair of strings, got None"),
+    (lambda: fill("{G}", ("", "b")), "rule must be a .* pair of non-empty strings"),
+    (lambda: fill("{g}", ("a", "b", "c")), "rule must be a .* pair of non-empty strings"),
+    (lambda: labelled_pairs("abc", Q_SEEN, YES_SEEN, NO_SEEN), "rules must be a list of"),
+    (lambda: labelled_pairs([("a", "b"), ("c",)], Q_SEEN, YES_SEEN, NO_SEEN), r"rules\[1\] must be"),
+    (lambda: labelled_pairs(RULES_TRAIN, "Do {g} have to {a}?", YES_SEEN, NO_SEEN), "q_templates must be a list of strings, not one string"),
+    (lambda: labelled_pairs(RULES_TRAIN, Q_SEEN, [], NO_SEEN), "yes_templates is empty"),
+    (lambda: labelled_pairs(RULES_TRAIN, [], YES_SEEN, NO_SEEN), "q_templates is empty"),
+    (lambda: labelled_pairs(RULES_TRAIN, Q_SEEN, YES_SEEN, ["{G} must {b}."]), r"no_templates\[0\] = .* KeyError"),
+    (lambda: make_triples(RULES_TRAIN, Q_SEEN, YES_SEEN, NO_SEEN[:2]), "yes_templates and no_templates pair up one to one"),
+    (lambda: make_triples(RULES_TRAIN, Q_SEEN, YES_SEEN, "{G} must not {a}."), "no_templates must be a list of strings"),
+], ids=["template-int", "unknown-field", "broken-brace", "rule-string", "rule-none", "empty-group", "rule-triple",
+        "rules-string", "rule-short", "q-one-string", "yes-empty", "q-empty", "no-unknown-field", "unpaired", "no-one-string"])
+def test_data_builders_refuse_what_is_not_a_rule_or_a_template(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("rows, kwargs, message", [
+    ("abc", {}, "rows must be a list of"),
+    ([("q", "p", True)], {}, "first bad row: \\('q', 'p', True\\)"),
+    ([(1, "p", 1)], {}, "first bad row"),
+    ([("q", "p", 1)], {"batch_size": 2.5}, "batch_size must be an integer >= 1, got 2.5"),
+    ([("q", "p", 1)], {"batch_size": "4"}, "batch_size must be an integer >= 1, got '4'"),
+    ([("q", "p", 1)], {"lr": "x"}, "lr must be a finite number > 0"),
+    ([("q", "p", 1)], {"lr": float("nan")}, "lr must be a finite number > 0"),
+    ([("q", "p", 1)], {"seed": -1}, "seed must be an integer >= 0"),
+    ([("q", "p", 1)], {"seed": 2**64}, r"seed must be an integer from 0 to 2\*\*64 - 1"),
+    ([("q", "p", 1)], {"max_length": 0}, "max_length must be an integer >= 1"),
+], ids=["rows-string", "label-bool", "question-int", "batch-float", "batch-string", "lr-string", "lr-nan", "seed",
+        "seed-huge", "max-length"])
+def test_train_cross_encoder_checks_every_argument_before_loading_the_model(rows, kwargs, message):
+    with pytest.raises(ValueError, match=message):  # the folder does not exist: a load would fail differently
+        train_cross_encoder(rows, "/nonexistent", **kwargs)
+
+
+def test_train_cross_encoder_names_a_base_model_it_cannot_load(tmp_path):
+    with pytest.raises(ValueError, match="base_model must be a local model folder"):
+        train_cross_encoder([("q", "p", 1)], None)
+    with pytest.raises(ValueError, match="base_model '/nonexistent' is not a folder"):
+        train_cross_encoder([("q", "p", 1)], "/nonexistent")
+    with pytest.raises(ValueError, match="base_model .* could not be loaded as a model"):
+        train_cross_encoder([("q", "p", np.int64(1))], tmp_path)  # an empty folder; a NumPy label is a label
+
+
+def test_shortlist_reads_tables_and_numpy_k_and_refuses_what_cannot_be_ranked():
+    docs, q = _unit(20, 4, 5), _unit(1, 4, 6)[0]
+    want = shortlist(q, docs, 5)
+    assert shortlist(q, docs, np.int64(5)) == want
+    assert shortlist(q.numpy(), docs.tolist(), 5) == want
+    assert shortlist(q.float(), docs, 5) == want  # two dtypes: compared in the wider
+    assert shortlist(q.clone().requires_grad_(True), docs, 5) == want  # row numbers carry no gradient
+    for args, message in (((torch.tensor([np.nan, 0.0]), torch.eye(2)), "query_vec contains NaN or infinite entries"),
+                          ((torch.ones(2), torch.eye(2) * np.inf), "doc_vecs contains NaN or infinite entries"),
+                          ((torch.ones(2, dtype=torch.complex64), torch.eye(2)), "query_vec holds complex numbers"),
+                          ((torch.ones(2), torch.eye(2) > 0), "doc_vecs must hold real numbers, got booleans"),
+                          ((torch.full((2,), 6e4).half(), torch.full((2, 2), 6e4).half()), "doc_vecs @ query_vec overflows torch.float16"),
+                          ((torch.ones(2), torch.ones(0, 2)), "doc_vecs has no rows")):
+        with pytest.raises(ValueError, match=message):
+            shortlist(*args, 1)
+
+
+@pytest.mark.parametrize("scores, message", [
+    (["0.1", "0.9"], "scores must hold real numbers, got text"), ([False, True], "scores must hold real numbers, got booleans"),
+    ([0.5, float("nan")], "scores contains NaN or infinite entries"), ([1j, 2j], "scores holds complex numbers"),
+    (None, "scores must hold real numbers, got None"), ([[0.1], [0.2]], "scores must be one number per candidate"),
+    (torch.tensor([0.1, 0.9], requires_grad=True), r"scores is a torch tensor that requires grad: .*scores.detach\(\)"),
+], ids=["strings", "bools", "nan", "complex", "none", "2-D", "requires-grad"])
+def test_rerank_refuses_scores_that_cannot_be_sorted(scores, message):
+    with pytest.raises(ValueError, match=message):
+        rerank_fn([1, 2], scores)
+
+
+def test_rerank_candidates_and_the_scorer_are_checked():
+    assert rerank_fn([7, 3], np.array([0.2, 0.9], dtype=np.float32)) == rerank_fn((7, 3), torch.tensor([0.2, 0.9])) == [3, 7]
+    for candidates in ("ab", {1, 2}):
+        with pytest.raises(ValueError, match="candidates must be a list"):
+            rerank_fn(candidates, [0.1, 0.9])
+    docs, q = _unit(5, 3, 7), _unit(1, 3, 8)[0]
+    with pytest.raises(ValueError, match="score must be a function"):
+        retrieve_then_rerank(q, docs, 2, None)
+    with pytest.raises(ValueError, match=r"score\(candidates\) contains NaN"):
+        retrieve_then_rerank(q, docs, 2, lambda c: [float("nan")] * len(c))
+    with pytest.raises(ValueError, match=r"candidates and score\(candidates\) differ in length: 2 vs 1"):
+        retrieve_then_rerank(q, docs, 2, lambda c: [0.1])
+
+
+@pytest.mark.parametrize("p, y, message", [
+    ([0.9, 0.1], [True, False], "labels must hold real numbers, got booleans"),
+    (["0.9"], [1], "probabilities must hold real numbers, got text"),
+    ([0.9 + 0j], [1], "probabilities holds complex numbers"),
+    ([0.5, float("nan")], [1, 0], "probabilities must lie strictly between 0 and 1, got nan at index 1"),
+    ([[0.9], [0.1, 0.2]], [1, 0], "probabilities is ragged"),
+    (torch.tensor([0.9], requires_grad=True), [1], "probabilities is a torch tensor that requires grad: .*binary_cross_entropy"),
+    (None, [1], "probabilities must hold real numbers, got None"),
+    (np.array([0.9999], dtype=np.float16), [1], "got 1.0 at index 0"),  # 0.9999 is 1.0 in float16
+], ids=["bool-labels", "strings", "complex", "nan", "ragged", "requires-grad", "none", "float16-rounds-to-1"])
+def test_binary_cross_entropy_refuses_what_is_not_a_probability_or_a_label(p, y, message):
+    with pytest.raises(ValueError, match=message):
+        binary_cross_entropy(p, y)
+
+
+def test_binary_cross_entropy_reads_numpy_torch_and_float_labels_alike():
+    want = binary_cross_entropy([0.75, 0.25], [1, 0])
+    assert binary_cross_entropy(np.array([0.75, 0.25], dtype=np.float32), torch.tensor([1, 0])) == want
+    assert binary_cross_entropy(torch.tensor([0.75, 0.25]), [1.0, 0.0]) == want

@@ -132,3 +132,62 @@ def test_check_pull_ratio(capsys):
     assert check_pull_ratio(behind / ahead) is True and check_pull_ratio(148) is True
     capsys.readouterr()
     assert "148" not in wrong_hints(capsys, check_pull_ratio, (100, 1, math.exp(10), 10, None))
+
+
+# --- arguments checked at the top, named in one ValueError (issue 28) ---------------------------
+
+
+@pytest.mark.parametrize("args, kwargs, message", [
+    ((2.5,), {}, "n must be an integer >= 1, got 2.5"), (("3",), {}, "n must be an integer >= 1, got '3'"),
+    ((True,), {}, "n must be an integer >= 1, got True"),
+    ((3,), {"noise": float("nan")}, "noise must be a finite number >= 0, got nan"),
+    ((3,), {"noise": float("inf")}, "noise must be a finite number >= 0, got inf"),
+    ((3,), {"noise": 1j}, "noise must be a finite number >= 0, got 1j"),
+    ((3,), {"noise": "1"}, "noise must be a finite number >= 0, got '1'"),
+    ((3,), {"noise": True}, "noise must be a finite number >= 0, got True"),
+    ((3,), {"seed": -1}, "seed must be an integer >= 0, got -1"), ((3,), {"seed": "a"}, "seed must be an integer >= 0"),
+    ((3,), {"latent": 0}, "latent must be an integer >= 1, got 0"), ((3,), {"dim": 2.5}, "dim must be an integer >= 1"),
+    ((3,), {"dim": 0}, "dim must be an integer >= 1, got 0"),
+], ids=["n-float", "n-string", "n-bool", "noise-nan", "noise-inf", "noise-complex", "noise-string", "noise-bool",
+        "seed-negative", "seed-string", "latent-0", "dim-float", "dim-0"])
+def test_toy_pairs_refuse_settings_of_the_wrong_kind(args, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        make_toy_pairs(*args, **kwargs)
+
+
+def test_toy_pairs_take_numpy_numbers():
+    want = make_toy_pairs(7, seed=2, noise=1.5)
+    got = make_toy_pairs(np.int64(7), seed=np.int64(2), noise=np.float32(1.5), latent=np.int32(16), dim=np.int64(32))
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"lr": float("nan")}, "lr must be a finite number > 0, got nan"),
+    ({"lr": float("inf")}, "lr must be a finite number > 0, got inf"),
+    ({"lr": "0.5"}, "lr must be a finite number > 0, got '0.5'"), ({"lr": True}, "lr must be a finite number > 0, got True"),
+    ({"steps": 2.5}, "steps must be an integer >= 0, got 2.5"), ({"steps": -1}, "steps must be an integer >= 0, got -1"),
+    ({"batch": True}, "batch must be an integer >= 2, got True"),
+    ({"batch": 2, "heldout": 2.5}, "heldout must be an integer >= 2, got 2.5"),
+    ({"batch": 8, "heldout": 4}, "heldout must be an integer >= 8, got 4"),
+    ({"seed": "a"}, "seed must be an integer >= 0"), ({"seed": -1}, "seed must be an integer >= 0"),
+    ({"seed": 2**64}, r"seed must be an integer from 0 to 2\*\*64 - 1"),
+    ({"optimizer": ["sgd"]}, "optimizer must be one of"), ({"optimizer": None}, "optimizer must be one of"),
+    ({"noise": float("nan")}, "noise must be a finite number >= 0, got nan"),
+    ({"lr": 1e300}, r"lr=1e\+300 is too large for the float32 weights"),
+    ({"lr": 1e20, "optimizer": "adamw"}, r"training diverged at step \d+: .* \(is lr=1e\+20 too large\?\)"),
+], ids=["lr-nan", "lr-inf", "lr-string", "lr-bool", "steps-float", "steps-negative", "batch-bool", "heldout-float",
+        "heldout-small", "seed-string", "seed-negative", "seed-huge", "optimizer-list", "optimizer-none", "noise-nan", "lr-huge",
+        "lr-diverges"])
+def test_training_refuses_settings_of_the_wrong_kind_by_name(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        train_at_temperature(0.1, **{"steps": 4, **kwargs})
+
+
+def test_training_takes_numpy_numbers_and_says_what_zero_steps_give():
+    want = train_at_temperature(0.5, steps=6, batch=4, heldout=16, lr=0.5, seed=1)
+    got = train_at_temperature(np.float64(0.5), steps=np.int64(6), batch=np.int32(4), heldout=np.int64(16),
+                               lr=np.float32(0.5), seed=np.int64(1))
+    assert np.array_equal(got.losses, want.losses) and torch.equal(got.W, want.W)
+    untrained = train_at_temperature(0.1, steps=0, heldout=64)  # documented: no batch seen, so NaN averages
+    assert untrained.losses.shape == (0,) and math.isnan(untrained.teaching_rows) and math.isnan(untrained.wrong_rows)
+    assert 0 <= untrained.accuracy <= 1
