@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from labs.lessons.hard_negatives import _normalize, info_nce_grads, normalize_backward
+from labs.lessons.hard_negatives import normalize_checked, info_nce_grads, normalize_backward
 from labs.lessons.infonce import clip_loss
 from labs.lessons.inputs import finite_array, real_number, scaled_scores, valid_tau, whole_array, whole_number
 
@@ -96,7 +96,7 @@ def _encode(X: np.ndarray, W: np.ndarray, name: str) -> tuple[np.ndarray, np.nda
     zero = np.flatnonzero(~np.any(A, axis=1))
     if len(zero):
         raise ValueError(f"{name} row {int(zero[0])} is all zeros: it has no direction to scale to length 1")
-    return _normalize(A, name)
+    return normalize_checked(A, name)
 
 
 def make_toy_world(rng: np.random.Generator) -> ToyWorld:

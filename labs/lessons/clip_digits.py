@@ -60,7 +60,7 @@ import torch
 from torch import nn
 
 from labs.lessons.clip_batches import SAMPLERS, draw_batch
-from labs.lessons.infonce import _temperature, _unit_rows, info_nce_torch
+from labs.lessons.infonce import temperature_divisor, unit_rows, info_nce_torch
 from labs.lessons.inputs import (
     finite_array, one_bool, real_number, real_tensor, text_list, valid_tau, whole_array, whole_number,
 )
@@ -228,7 +228,7 @@ def _unit(x: torch.Tensor, name: str) -> torch.Tensor:
     if not bool(risky.any()):
         return nn.functional.normalize(x, dim=-1)
     plain = nn.functional.normalize(torch.where(risky[:, None], torch.ones_like(x), x), dim=-1)
-    return torch.where(risky[:, None], _unit_rows(x), plain)
+    return torch.where(risky[:, None], unit_rows(x), plain)
 
 
 class ImageTower(nn.Module):
@@ -258,7 +258,7 @@ def symmetric_loss_torch(
     one-number tensor that requires grad (a learned temperature), as in `info_nce_torch`; a tau
     so small that the scores overflow is refused.
     """
-    _, divisor = _temperature(tau)
+    _, divisor = temperature_divisor(tau)
     image_vecs, text_vecs = _vectors(image_vecs, "image_vecs"), _vectors(text_vecs, "text_vecs")
     if image_vecs.shape != text_vecs.shape:
         raise ValueError(
@@ -288,7 +288,7 @@ def _symmetric_loss(image_vecs: torch.Tensor, text_vecs: torch.Tensor, tau, labe
     """`symmetric_loss_torch` on checked arguments (training calls this every step)."""
     if labels is None:
         return 0.5 * info_nce_torch(image_vecs, text_vecs, tau) + 0.5 * info_nce_torch(text_vecs, image_vecs, tau)
-    value, divisor = _temperature(tau)
+    value, divisor = temperature_divisor(tau)
     logits = _unit(image_vecs, "image_vecs row") @ _unit(text_vecs, "text_vecs row").T / divisor
     if not bool(torch.isfinite(logits.detach()).all()):
         raise ValueError(f"tau={value!r} is too small for these scores: scores / tau overflows {logits.dtype}")

@@ -58,7 +58,7 @@ from labs.lessons.inputs import (
 __all__ = [
     "TRAIN_TOPICS", "UNSEEN_TOPICS", "INTENTS", "QUESTION_TEMPLATES", "CARD_TEMPLATES", "PROBE_QUERY",
     "tokenize", "build_vocab", "bag_of_words", "card", "make_triples",
-    "normalize_rows", "normalize_backward", "info_nce_grads", "encoder_loss_and_grad",
+    "normalize_rows", "normalize_checked", "normalize_backward", "info_nce_grads", "encoder_loss_and_grad",
     "finite_difference_check", "autograd_check",
     "BiEncoder", "first_batch", "train_bi_encoder", "look_alike_accuracy", "topic_accuracy", "seed_sweep",
     "SLIDER_SEED",
@@ -167,11 +167,12 @@ def normalize_rows(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     A = real_array(A, "A", train_with="torch.nn.functional.normalize")
     if A.ndim != 2:
         raise ValueError(f"A must be 2-D (rows x dim), got shape {A.shape}")
-    return _normalize(A, "A")
+    return normalize_checked(A, "A")
 
 
-def _normalize(A: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """`normalize_rows` of a checked 2-D float64 array (training calls this every step)."""
+def normalize_checked(A: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """`normalize_rows` of an array already checked to be 2-D float64 (training calls this every step);
+    ``name`` names it in a refusal."""
     norms = np.sqrt(np.einsum("ij,ij->i", A, A))[:, None]
     if not norms.min(initial=1.0) > _SMALL or not norms.max(initial=1.0) < np.inf:  # also catches NaN
         return _normalize_with_care(A, norms, name)
@@ -273,14 +274,14 @@ def encoder_loss_and_grad(W: np.ndarray, Xq: np.ndarray, Xp: np.ndarray, tau: fl
         raise ValueError(f"Xp needs at least as many rows as Xq >= 1 (card i answers question i), "
                          f"got {Xp.shape[0]} and {Xq.shape[0]}")
     with np.errstate(over="ignore"):
-        Q, P = _normalize(Xq @ W, "Xq @ W")[0], _normalize(Xp @ W, "Xp @ W")[0]
+        Q, P = normalize_checked(Xq @ W, "Xq @ W")[0], normalize_checked(Xp @ W, "Xp @ W")[0]
     return info_nce(Q @ P.T, tau), _encoder_grad(W, Xq, Xp, tau)
 
 
 def _encoder_grad(W: np.ndarray, Xq: np.ndarray, Xp: np.ndarray, tau: float) -> np.ndarray:
     """dW (V, d) of the batch loss: the backward pass that training runs every step."""
-    Q, q_norms = _normalize(Xq @ W, "Xq @ W")
-    P, p_norms = _normalize(Xp @ W, "Xp @ W")
+    Q, q_norms = normalize_checked(Xq @ W, "Xq @ W")
+    P, p_norms = normalize_checked(Xp @ W, "Xp @ W")
     dS = _table_grad(Q @ P.T, tau)  # = what info_nce_grads starts from
     dQ, dP = dS @ P, dS.T @ Q
     return Xq.T @ normalize_backward(dQ, Q, q_norms) + Xp.T @ normalize_backward(dP, P, p_norms)

@@ -56,8 +56,7 @@ __all__ = [
     "false_negative_mask",
     "info_nce_masked_rows",
     "info_nce_masked",
-    "info_nce_masked_torch",
-]
+    "info_nce_masked_torch", "unit_rows", "temperature_divisor"]
 
 
 def log_softmax_rows(Z: np.ndarray) -> np.ndarray:
@@ -129,7 +128,7 @@ def _check_embeddings(queries, docs, normalize: bool) -> None:
                 raise ValueError(f"{name} row {int(zero[0, 0])} is all zeros: it has no direction to normalise")
 
 
-def _unit_rows(x: torch.Tensor) -> torch.Tensor:
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
     """Rows scaled to unit length, whatever their size: each row is first divided by its largest
     entry, so a tiny row (1e-30) or a huge one (1e30) has the direction of the same row at
     unit length, where ``F.normalize`` alone clamps tiny norms (eps) or overflows huge ones.
@@ -138,7 +137,7 @@ def _unit_rows(x: torch.Tensor) -> torch.Tensor:
     return F.normalize(x / largest, dim=-1)
 
 
-def _temperature(tau) -> tuple[float, float | torch.Tensor]:
+def temperature_divisor(tau) -> tuple[float, float | torch.Tensor]:
     """(tau as a checked float, the divisor of the scores): a one-number tensor that requires grad
     is the divisor itself, so a learned temperature gets its gradient (as in CLIP)."""
     if isinstance(tau, torch.Tensor) and tau.requires_grad:
@@ -165,11 +164,11 @@ def info_nce_torch(
     an empty batch, NaN or infinite entries, a tau that is not a finite number > 0,
     and a tau so small that the scores overflow.
     """
-    tau, divisor = _temperature(tau)
+    tau, divisor = temperature_divisor(tau)
     _check_embeddings(queries, docs, normalize)
     _same_device(divisor, queries)
     if normalize:
-        queries, docs = _unit_rows(queries), _unit_rows(docs)
+        queries, docs = unit_rows(queries), unit_rows(docs)
     logits = queries @ docs.T / divisor
     if not bool(torch.isfinite(logits.detach()).all()):
         raise ValueError(f"tau={tau!r} is too small for these scores: scores / tau overflows {logits.dtype}")
@@ -241,12 +240,12 @@ def info_nce_masked_torch(queries: torch.Tensor, docs: torch.Tensor, tau: float,
     a negative can leave the mask once the positive has moved above it.
     Validates like `info_nce_torch`.
     """
-    tau, divisor = _temperature(tau)
+    tau, divisor = temperature_divisor(tau)
     margin = valid_margin(margin)
     _check_embeddings(queries, docs, normalize)
     _same_device(divisor, queries)
     if normalize:
-        queries, docs = _unit_rows(queries), _unit_rows(docs)
+        queries, docs = unit_rows(queries), unit_rows(docs)
     scores = queries @ docs.T
     B, M = scores.shape
     if guide is None:
