@@ -7,8 +7,11 @@ first slider cell, and a probe cell). Headless Chromium (Playwright) opens it,
 runs the cells, moves the first slider of the slider cell's output one step
 with ArrowRight, and waits for the output to change. The probe cell then reads
 the controls' values back from the kernel, and this script computes, in its own
-Python, what the slider cell's function prints for those values. The check
-passes when the page shows exactly that text. Nothing leaves 127.0.0.1.
+Python, what the slider cell's function shows for those values: the text it
+prints and the figures it draws (rendered as labs.classroom.sliders renders
+them). The check passes when the page shows exactly that text, and figures
+whose words and numbers are those (SVG) or whose pixels match (PNG, within
+IMAGE_TOLERANCE). Nothing leaves 127.0.0.1.
 
     pytest tests/book/test_lab.py [--lab-notebook notebooks/NN_temperature.ipynb]
 """
@@ -16,6 +19,7 @@ passes when the page shows exactly that text. Nothing leaves 127.0.0.1.
 from __future__ import annotations
 
 import ast
+import base64
 import contextlib
 import io
 import json
@@ -28,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -37,6 +42,11 @@ DEFAULT = min((ROOT / "notebooks").glob("*_temperature.ipynb"), default=ROOT / "
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 TIMEOUT_S = 240  # the whole check: about 25 s alone, longer beside make test's other jobs
 PROBE_MARK = "LAB_CHECK_VALUES"
+# Two PNG renderings of one figure "match" when no more than this share of their pixels differ by
+# more than PIXEL_STEP (of 255) in any channel; a figure for another slider position differs in its
+# bars, labels and title, far more than this.
+IMAGE_TOLERANCE = 0.002
+PIXEL_STEP = 48
 # The probe: the values of the controls the slider cell made, in creation order.
 PROBE = f"""\
 import json as _json
@@ -102,8 +112,20 @@ def plan(nb: dict) -> tuple[list[str], str]:
     return setup, code[slider]
 
 
-def expected_output(setup: list[str], slider_cell: str, values: list) -> str:
-    """What the slider cell's function prints for these control values, computed here."""
+def render(fig) -> dict[str, bytes]:
+    """A figure as a slider shows it (labs.classroom.sliders): SVG with its text as text, and PNG."""
+    import matplotlib
+
+    svg, png = io.BytesIO(), io.BytesIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "labs"}):
+        fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None})
+    fig.savefig(png, format="png", bbox_inches="tight", dpi=110, metadata={"Software": None})
+    return {"svg": svg.getvalue(), "png": png.getvalue()}
+
+
+def expected_output(setup: list[str], slider_cell: str, values: list) -> tuple[str, list[dict[str, bytes]]]:
+    """What the slider cell's function shows for these control values, computed here:
+    (the text it prints, each figure it shows as {"svg": ..., "png": ...})."""
     tree = parse(slider_cell)
     functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
     if len(functions) != 1:
@@ -113,14 +135,83 @@ def expected_output(setup: list[str], slider_cell: str, values: list) -> str:
     if len(values) < n_args:
         fail(f"{fn.name} takes {n_args} arguments, but the kernel shows {len(values)} controls: {values}")
     os.environ.setdefault("MPLBACKEND", "Agg")
+    import matplotlib.pyplot as plt
+
     namespace: dict = {"__name__": "__lab_check__"}
     for code in setup:
         exec(compile(python_lines(code), "<setup cell>", "exec"), namespace)
     exec(compile(ast.Module(body=[fn], type_ignores=[]), "<slider cell>", "exec"), namespace)
+    figures: list[dict[str, bytes]] = []
+
+    def show(*args, **kwargs) -> None:  # render each open figure, then close it
+        for number in plt.get_fignums():
+            figures.append(render(plt.figure(number)))
+        plt.close("all")
+
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        namespace[fn.name](*values[:n_args])
-    return out.getvalue()
+    real_show, plt.show = plt.show, show
+    try:
+        with contextlib.redirect_stdout(out):
+            namespace[fn.name](*values[:n_args])
+            show()  # a figure left open at the end is shown too
+    finally:
+        plt.show = real_show
+    return out.getvalue(), figures
+
+
+def svg_text(svg: bytes) -> list[str]:
+    """The words and numbers a reader sees in an SVG figure: its <text> elements, in order."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(svg)
+    return [" ".join("".join(node.itertext()).split()) for node in root.iter() if node.tag.endswith("}text")]
+
+
+def pixels(png: bytes):
+    """An (height, width, 4) uint8 array of a PNG."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as image:
+        return np.asarray(image.convert("RGBA"))
+
+
+def image_mismatch(kind: str, shown: bytes, expected: dict[str, bytes]) -> str | None:
+    """None when the page's figure is the expected one; otherwise one line saying how they differ.
+    SVG: the same text, word for word. PNG: the same size, and at most IMAGE_TOLERANCE of the
+    pixels differing by more than PIXEL_STEP."""
+    if kind == "svg":
+        got, want = svg_text(shown), svg_text(expected["svg"])
+        return None if got == want else f"its text reads {got}, the computed one {want}"
+    a, b = pixels(shown), pixels(expected["png"])
+    if a.shape != b.shape:
+        return f"it is {a.shape[1]}x{a.shape[0]} px, the computed one {b.shape[1]}x{b.shape[0]} px"
+    moved = (abs(a.astype(int) - b.astype(int)).max(axis=2) > PIXEL_STEP).mean()
+    return None if moved <= IMAGE_TOLERANCE else f"{moved:.1%} of its pixels differ (at most {IMAGE_TOLERANCE:.1%} may)"
+
+
+def compare(shown: tuple[str, list[tuple[str, bytes]]], expected: tuple[str, list[dict[str, bytes]]],
+            values: list) -> None:
+    """Fail unless the page shows the expected text and figures."""
+    (text, images), (want_text, want_images) = shown, expected
+    if squash(text) != squash(want_text):
+        fail(f"after the slider moved, JupyterLab shows\n{text}\nbut the code computes, for {values},\n{want_text}")
+    if len(images) != len(want_images):
+        fail(f"after the slider moved, JupyterLab shows {len(images)} figures, but the code draws "
+             f"{len(want_images)} for {values}")
+    for i, ((kind, got), want) in enumerate(zip(images, want_images), start=1):
+        problem = image_mismatch(kind, got, want)
+        if problem:
+            fail(f"after the slider moved, figure {i} is not what the code draws for {values}: {problem}")
+
+
+def decode(src: str) -> tuple[str, bytes]:
+    """An <img> data: URL as ("svg" or "png", its bytes)."""
+    header, _, payload = src.partition(",")
+    kind = "svg" if header.startswith("data:image/svg") else "png"
+    if header.endswith(";base64"):
+        return kind, base64.b64decode("".join(urllib.parse.unquote(payload).split()))
+    return kind, urllib.parse.unquote(payload).encode()
 
 
 def free_port() -> int:
@@ -165,11 +256,19 @@ def run(path: Path) -> str:
         (work / path.name).write_text(json.dumps(trimmed), encoding="utf-8")
         for sub in ("config", "runtime", "data"):
             (work / f".jupyter-{sub}").mkdir()
+        # No "notified about official Jupyter news?" toast over the cells the check clicks, and every
+        # cell in the page (no windowing: a cell below a tall figure would otherwise not be there).
+        lab_settings = work / ".jupyter-settings" / "@jupyterlab"
+        for extension, name, value in (("apputils-extension", "notification", '{"fetchNews": "false"}'),
+                                       ("notebook-extension", "tracker", '{"windowingMode": "none"}')):
+            (lab_settings / extension).mkdir(parents=True, exist_ok=True)
+            (lab_settings / extension / f"{name}.jupyterlab-settings").write_text(value)
         env = {
             **os.environ,
             "JUPYTER_CONFIG_DIR": str(work / ".jupyter-config"),
             "JUPYTER_RUNTIME_DIR": str(work / ".jupyter-runtime"),
             "JUPYTERLAB_WORKSPACES_DIR": str(work / ".jupyter-data"),
+            "JUPYTERLAB_SETTINGS_DIR": str(work / ".jupyter-settings"),
             "PYTHONPATH": str(ROOT),  # the lesson imports labs, as in the repository
         }
         port, token = free_port(), secrets.token_hex(16)
@@ -195,9 +294,7 @@ def run(path: Path) -> str:
             except subprocess.TimeoutExpired:
                 server.kill()
             log.close()
-        expected = expected_output(setup, slider_cell, values)
-        if squash(shown) != squash(expected):
-            fail(f"after the slider moved, JupyterLab shows\n{shown}\nbut the code computes, for {values},\n{expected}")
+        compare(shown, expected_output(setup, slider_cell, values), values)
         elapsed = time.monotonic() - start
         times = ROOT / ".cache" / "timings"
         times.mkdir(parents=True, exist_ok=True)
@@ -208,8 +305,10 @@ def run(path: Path) -> str:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def drive_browser(url: str, port: int, deadline: float, n_cells: int) -> tuple[str, list]:
-    """Run the cells, move the slider, run the probe: (the slider's output text, the control values)."""
+def drive_browser(url: str, port: int, deadline: float,
+                  n_cells: int) -> tuple[tuple[str, list[tuple[str, bytes]]], list]:
+    """Run the cells, move the slider, run the probe: ((the slider's output text, its figures as
+    ("svg" or "png", bytes)), the control values)."""
     from playwright.sync_api import sync_playwright
 
     def left_ms() -> float:
@@ -223,7 +322,7 @@ def drive_browser(url: str, port: int, deadline: float, n_cells: int) -> tuple[s
                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                                           "--disable-component-update", "--disable-sync", "--no-first-run"])
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page = browser.new_page(viewport={"width": 1280, "height": 1600})
             local = re.compile(rf"^(https?|wss?)://(127\.0\.0\.1|localhost):{port}/")
             page.route("**/*", lambda route: route.continue_() if local.match(route.request.url) else route.abort())
             page.goto(url, timeout=left_ms())
@@ -239,13 +338,16 @@ def drive_browser(url: str, port: int, deadline: float, n_cells: int) -> tuple[s
             handle.wait_for(timeout=left_ms())
             output = slider_cell.locator(".jp-OutputArea .widget-output .jp-OutputArea-output")
 
-            def shown_text() -> str:
-                return "\n".join(o.inner_text() for o in output.all() if o.is_visible())
+            def shown() -> tuple[str, list[tuple[str, bytes]]]:
+                parts = [o for o in output.all() if o.is_visible()]
+                images = [img.get_attribute("src") or "" for o in parts for img in o.locator("img").all()]
+                return ("\n".join(o.inner_text() for o in parts),
+                        [decode(src) for src in images if src.startswith("data:")])
 
-            before = ""
-            while not before.strip():  # the first position's output arrives after the slider
+            before: tuple[str, list[tuple[str, bytes]]] = ("", [])
+            while not (before[0].strip() or before[1]):  # the first position's output comes after the slider
                 left_ms()
-                before = shown_text()
+                before = shown()
                 time.sleep(0.2)
             handle.focus()
             page.keyboard.press("ArrowRight")
@@ -253,9 +355,9 @@ def drive_browser(url: str, port: int, deadline: float, n_cells: int) -> tuple[s
             while after == before:
                 left_ms()
                 time.sleep(0.2)
-                after = shown_text()
+                after = shown()
             time.sleep(0.5)  # let the last line of the new output arrive
-            after = shown_text()
+            after = shown()
             probe = cells.nth(n_cells - 1)
             probe.locator(".jp-InputArea-editor").click(timeout=left_ms())
             page.keyboard.press("Shift+Enter")
