@@ -247,11 +247,12 @@ def test_a_signal_from_outside_during_train_cleans_up_everything(tmp_path, data_
 
 
 CTRL_C_WHILE_IMPORTING_THE_CLI = """
-import builtins, runpy, sys
+import builtins, os, runpy, signal, sys, time
 real_import = builtins.__import__
 def importing(name, *args, **kwargs):
-    if name == "labs.retrieval.cli":
-        raise KeyboardInterrupt  # as if Ctrl-C landed while Python imports the command line
+    if name == "labs.retrieval.cli":  # Ctrl-C lands while Python imports the command line
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the handler runs here; reaching the import would be the failure
     return real_import(name, *args, **kwargs)
 builtins.__import__ = importing
 sys.argv = ["labs", "make-data", "--out", sys.argv[1]]
