@@ -433,7 +433,12 @@ def load(path: Path = MEASUREMENT) -> dict:
     return {"notebooks": {}}
 
 
-def save(measurement: dict, path: Path = MEASUREMENT) -> None:
+def save(measurement: dict, path: Path = MEASUREMENT, root: Path = ROOT) -> None:
+    """Write the measurement, without the notebooks that are gone (renamed or removed)."""
+    gone = [name for name in measurement["notebooks"] if not (root / name).is_file()]
+    for name in gone:
+        del measurement["notebooks"][name]
+        print(f"{name}: gone from the checkout; its measurement is dropped")
     measurement["about"] = ("The printed numbers that moved, per notebook, setting and cell id, against the "
                             "stored output. Written by make spread (tests/notebooks/spread.py); read by "
                             "tests/notebooks/test_spread.py.")
@@ -626,6 +631,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     measurement = load()
+    if any(not (ROOT / name).is_file() for name in measurement["notebooks"]):
+        save(measurement)  # drops the notebooks that are gone
     failed = 0
     if not args.no_run:
         if args.nice:

@@ -39,6 +39,15 @@ def test_the_measurement_names_only_notebooks_that_exist():
     assert not gone, f"{spread.MEASUREMENT.name} measures notebooks that are gone: {gone} (remove them)"
 
 
+def test_saving_drops_the_notebooks_that_are_gone(tmp_path, capsys):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "01_here.ipynb").write_text("{}")
+    measurement = {"notebooks": {"notebooks/01_here.ipynb": {"cells": {}}, "notebooks/02_gone.ipynb": {"cells": {}}}}
+    spread.save(measurement, tmp_path / "spread.json", root=tmp_path)
+    assert list(json.loads((tmp_path / "spread.json").read_text())["notebooks"]) == ["notebooks/01_here.ipynb"]
+    assert "notebooks/02_gone.ipynb: gone from the checkout" in capsys.readouterr().out
+
+
 def test_the_settings_include_the_second_nbval_pass():
     alt = spread.settings()["nbval-alt"]
     assert alt and alt == spread.alt_cpu()
