@@ -14,14 +14,20 @@ from labs.lessons.infonce import positive_share
 __all__ = ["check_halved_gap_tau", "check_batch_tau", "check_pull_ratio"]
 
 
-def check_halved_gap_tau(answer: float | None) -> bool:
-    """A 0.2 lead at tau = 0.05 earns some share; at which tau does a 0.1 lead earn the same share?"""
+def temperature_answer(answer: object) -> float | None:
+    """The reader's answer as a temperature (a number above 0), or None after saying what is wrong."""
     value = number_answer(answer, fill("Not answered yet: fill in a temperature, e.g. answer = 0.5"),
                           fill("Hint: the answer is one number, got {answer!r}"), refuse_bool=True)
-    if value is None:
-        return False
-    if value <= 0:
+    if value is not None and value <= 0:
         say("Not a temperature: a temperature is a number above 0.")
+        return None
+    return value
+
+
+def check_halved_gap_tau(answer: float | None) -> bool:
+    """A 0.2 lead at tau = 0.05 earns some share; at which tau does a 0.1 lead earn the same share?"""
+    value = temperature_answer(answer)
+    if value is None:
         return False
     target = positive_share(0.8, [0.6] * 3, 0.05)
     share = positive_share(0.7, [0.6] * 3, value)
@@ -42,12 +48,8 @@ def check_halved_gap_tau(answer: float | None) -> bool:
 
 def check_batch_tau(answer: float | None) -> bool:
     """The largest tau (3 decimals) at which a 0.2 lead over 31 wrong cards at 0.6 still earns >= 90%."""
-    value = number_answer(answer, fill("Not answered yet: fill in a temperature, e.g. answer = 0.5"),
-                          fill("Hint: the answer is one number, got {answer!r}"), refuse_bool=True)
+    value = temperature_answer(answer)
     if value is None:
-        return False
-    if value <= 0:
-        say("Not a temperature: a temperature is a number above 0.")
         return False
     share = positive_share(0.8, [0.6] * 31, value)
     if 0.0350 <= value <= 0.03552:
