@@ -11,24 +11,11 @@ from pathlib import Path
 
 import yaml
 
+from tests.pins import canonical, constraints
+
 ROOT = Path(__file__).resolve().parents[1]
 CONDA_TO_PIP = {"pytorch": "torch"}
 NOT_PYTHON_PACKAGES = {"python", "pip", "nodejs"}
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower().split("[")[0]
-
-
-def constraints() -> dict[str, str]:
-    pins = {}
-    for line in (ROOT / "constraints.txt").read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            assert version, f"constraints.txt: {line!r} is not an exact pin"
-            pins[canonical(name)] = version
-    return pins
 
 
 def environment() -> dict[str, str | None]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from tests.colab import frontend, twin
+from tests.pins import canonical, constraints
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,17 +22,7 @@ COLAB = {"torch": "2.11.0", "sentence-transformers": "5.7.0", "transformers": "5
 
 def dependencies() -> dict[str, Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {twin.canonical(Requirement(d).name): Requirement(d) for d in project["dependencies"]}
-
-
-def constraints() -> dict[str, str]:
-    pins = {}
-    for line in (ROOT / "constraints.txt").read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            pins[twin.canonical(name)] = version
-    return pins
+    return {canonical(Requirement(d).name): Requirement(d) for d in project["dependencies"]}
 
 
 def test_the_twin_pins_colabs_versions():

@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))  # run as a script too
 from tests.colab import frontend  # noqa: E402
 from tests.notebooks.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text,  # noqa: E402
                                           first_code_cell, problems as cell_problems)
+from tests.pins import canonical  # noqa: E402
 
 RUNTIME = ROOT / "tests" / "colab" / "runtime.txt"
 HOME = Path(os.environ.get("COLAB_TWIN_DIR", ROOT / ".cache" / "colab-twin"))
@@ -69,10 +70,6 @@ VERSIONS = ("python", "torch", "sentence-transformers", "transformers", "numpy",
 
 def say(text: str = "") -> None:
     print(text, flush=True)
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def pins() -> dict[str, str]:

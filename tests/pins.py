@@ -1,0 +1,27 @@
+"""The project's exact pins, read once for the tests that compare against them (test_environment.py,
+tests/colab): canonical package names and constraints.txt."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def canonical(name: str) -> str:
+    """A package name as pip compares it (PEP 503), without extras: `Sentence_Transformers[x]` ->
+    `sentence-transformers`."""
+    return re.sub(r"[-_.]+", "-", name).lower().split("[")[0]
+
+
+def constraints(path: Path = ROOT / "constraints.txt") -> dict[str, str]:
+    """{canonical name: version} of constraints.txt; every line must be an exact `name==version` pin."""
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"{path.name}: {line!r} is not an exact pin"
+            pins[canonical(name)] = version
+    return pins
