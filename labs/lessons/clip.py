@@ -36,7 +36,7 @@ tables must hold real, finite numbers (not booleans, text, complex numbers, nor 
 requires grad: these functions compute with NumPy), labels must be integers, and random numbers
 come from a ``np.random.Generator`` that the caller passes.
 
-Lesson: ``notebooks/08_clip.ipynb``.
+Lesson: ``notebooks/09_clip.ipynb``.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ batch_labels  (B,)        the digits of one batch
 
 Relations: used by `labs.lessons.clip_digits.train_image_tower`; the masked loss that
 drops false negatives by score, not by label, is `labs.lessons.infonce.info_nce_masked`.
-Lesson: ``notebooks/08_clip.ipynb`` ("False negatives, before and after").
+Lesson: ``notebooks/09_clip.ipynb`` ("False negatives, before and after").
 """
 
 from __future__ import annotations

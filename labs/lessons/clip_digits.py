@@ -45,7 +45,7 @@ and digits integers, settings numbers of the right kind (a string is neither a n
 Rows are scaled to length 1 whatever their size (a tiny or a huge row keeps its direction), and
 the same-digit mask leaves out exactly the cells whose row and column show one digit.
 
-Lesson: ``notebooks/08_clip.ipynb`` (the toy version lives in `labs.lessons.clip`).
+Lesson: ``notebooks/09_clip.ipynb`` (the toy version lives in `labs.lessons.clip`).
 """
 
 from __future__ import annotations

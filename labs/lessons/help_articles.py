@@ -5,7 +5,7 @@ pairs for chosen products and wordings: wording 0 names the product and reuses t
 words; 1 and 2 use another name for the product and other words; 3 is a wording kept out of every
 training run (the lesson beyond one vector tests on it).
 
-Lessons: ``notebooks/01_pooling.ipynb`` and ``notebooks/09_beyond_one_vector.ipynb``.
+Lessons: ``notebooks/01_pooling.ipynb`` and ``notebooks/10_beyond_one_vector.ipynb``.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ right       (Q,)       the document (column) that answers each question
 Relations: `matryoshka_loss` equals sentence-transformers' ``MatryoshkaLoss``
 (``matryoshka_weights`` default 1, every length each step) wrapped around
 ``MultipleNegativesRankingLoss(scale=1 / tau)``; its InfoNCE is
-`labs.lessons.infonce.info_nce_torch`. Lesson: ``notebooks/09_beyond_one_vector.ipynb``.
+`labs.lessons.infonce.info_nce_torch`. Lesson: ``notebooks/10_beyond_one_vector.ipynb``.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ Relations: `train_cross_encoder` is sentence-transformers' ``CrossEncoder`` on
 the packaged all-MiniLM-L6-v2 with a new one-number head and
 ``BinaryCrossEntropyLoss``, whose value `binary_cross_entropy` computes by hand;
 `shortlist` equals ``torch.topk`` on the cosines, with ties broken by the lower
-index. Lesson: ``notebooks/09_beyond_one_vector.ipynb``.
+index. Lesson: ``notebooks/10_beyond_one_vector.ipynb``.
 
 Every public function checks its arguments at its top and names the bad one in a ValueError:
 templates and texts are strings (a list of them, not one string read letter by letter), a rule is

@@ -1,4 +1,4 @@
-"""Answer checks of the CLIP lesson (notebooks/08_clip.ipynb).
+"""Answer checks of the CLIP lesson (notebooks/09_clip.ipynb).
 
 Each check takes the reader's answer, prints "Right: ..." or a hint that says how
 the answer is wrong (never the answer), and returns True or False. Every question
