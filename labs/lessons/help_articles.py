@@ -5,6 +5,12 @@ pairs for chosen products and wordings: wording 0 names the product and reuses t
 words; 1 and 2 use another name for the product and other words; 3 is a wording kept out of every
 training run (the lesson beyond one vector tests on it).
 
+`search_articles` is the set a reader searches at the start of lesson 1 (in the kernel and in the
+book's page): the 80 articles, three account articles and two rules that differ by one "not".
+`SEARCH_EXAMPLES` are its one-click questions, each with the article that answers it: one the
+model gets right, and two it gets wrong in the ways the course explains (a look-alike that shares
+the question's words, and a negation).
+
 Lessons: ``notebooks/01_pooling.ipynb`` and ``notebooks/10_beyond_one_vector.ipynb``.
 """
 
@@ -14,7 +20,8 @@ from collections.abc import Iterable
 
 from labs.lessons.inputs import text_list, whole_number
 
-__all__ = ["PRODUCTS", "ARTICLE_KINDS", "help_articles", "help_questions"]
+__all__ = ["PRODUCTS", "ARTICLE_KINDS", "EXTRA_ARTICLES", "SEARCH_EXAMPLES", "help_articles", "help_questions",
+           "search_articles"]
 
 
 #: product -> another name for it (used by the harder question wordings)
@@ -102,3 +109,31 @@ def help_questions(products: list[str], variants: tuple[int, ...] = (1, 2)) -> l
         raise wrong
     return [(ARTICLE_KINDS[kind][1][v].format(p=p, s=PRODUCTS[p]), f"{p}/{kind}")
             for v in variants for p in products for kind in ARTICLE_KINDS]
+
+
+#: id -> text of the articles the search set adds to the 80: how to get back in, a password policy
+#: that shares the words "password" and "reset" with that question, a lock-out rule, and two rules
+#: that differ by one "not".
+EXTRA_ARTICLES: dict[str, str] = {
+    "account/reset-steps": "Can't sign in? Click 'Forgot password' on the login screen, open the email we "
+                           "send you and pick a new one.",
+    "account/password-policy": "When is my password reset? Passwords are reset every ninety days; a new one "
+                               "needs twelve characters.",
+    "account/locked": "After five wrong sign-in attempts, the account is locked for fifteen minutes.",
+    "rules/helmet-must": "Riders under 16 must wear a helmet.",
+    "rules/helmet-must-not": "Riders under 16 must not wear a helmet.",
+}
+
+#: (question, id of the article that answers it): one the packaged MiniLM ranks right, one where
+#: the password policy outranks the steps, one where the negated rule outranks the rule.
+SEARCH_EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("how do I factory reset my router", "router/reset"),
+    ("how do I reset my password?", "account/reset-steps"),
+    ("Do riders under 16 have to take their helmet off?", "rules/helmet-must"),
+)
+
+
+def search_articles() -> tuple[list[str], list[str]]:
+    """The lesson-1 search set: the 80 help articles, then `EXTRA_ARTICLES`, and their ids (85 each)."""
+    docs, ids = help_articles()
+    return docs + list(EXTRA_ARTICLES.values()), ids + list(EXTRA_ARTICLES)

@@ -66,3 +66,11 @@ def test_help_questions_take_numpy_integers_and_any_sequence():
 
     want = ha.help_questions(["router"], (1, 2))
     assert ha.help_questions(("router",), [np.int64(1), np.int32(2)]) == want
+
+
+def test_search_articles_extend_the_help_articles():
+    docs, ids = ha.search_articles()
+    base_docs, base_ids = ha.help_articles()
+    assert docs[:80] == base_docs and ids[:80] == base_ids
+    assert len(docs) == len(ids) == 80 + len(ha.EXTRA_ARTICLES) and len(set(ids)) == len(ids)
+    assert {answer for _, answer in ha.SEARCH_EXAMPLES} <= set(ids)
