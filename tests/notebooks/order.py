@@ -1,0 +1,393 @@
+"""The order of ideas: no lesson uses a term or a metric that only a later page teaches.
+
+How "teaches" is known: the glossary says so. Every entry of book/glossary.md ends with one
+sentence naming the page that teaches it,
+
+    Taught in {doc}`lesson 3 <../notebooks/03_infonce>`.
+
+(a reference page: ``Taught in {doc}`Scaling out <scaling>`.``). The page must be in _toc.yml, a
+lesson's link text must say its number in the contents ("lesson 3"), and that page's prose must
+use the term. To move a term earlier, explain it in the earlier lesson and change its sentence.
+
+How "uses" is known: a lesson uses an entry where its prose (markdown cells) has
+
+- a ``{term}`` role for it, or
+- one of its forms in plain text, case and plural ignored: each of the entry's names, the text of
+  every ``{term}`` role that points at it anywhere in the lessons, the extra forms of ``FORMS``
+  below, and, for the metrics, their families (``MRR@10`` and ``MRR`` are the entry MRR@k).
+
+Left out of the prose before matching: code blocks, URLs, glue and reference targets, the text of
+a link that only names the page it points to ("[Mining and false negatives](06_mining.ipynb)":
+every word of it in that page's title), the "## Next" section (a preview of what comes), and
+everyday senses listed in ``EVERYDAY`` ("a negative slope" is not a negative text).
+
+The rules (``violations``):
+
+1. A lesson uses an entry taught by a later lesson.
+2. A lesson uses an entry taught on a reference page, in a paragraph that does not link to it.
+3. A lesson's "What to know first" names a page later than itself (a link, or "lesson N").
+
+``python -m tests.notebooks.order`` prints every violation of the book as it is, by lesson.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Forms that the lessons write without a {term} role, and that the entry's names do not cover.
+FORMS: dict[str, list[str]] = {
+    "Fine-tuning": ["fine-tune", "fine-tuned"],
+    "Validation set": ["validation"],
+    "Test set": ["test split", "test once", "test used once"],
+    "Bootstrap interval": ["bootstrap", "paired bootstrap"],
+    "Checkpoint selection": ["checkpoint chosen", "kept checkpoint", "chosen checkpoint"],
+    "Compute-matched control": ["compute-matched"],
+    "Cosine similarity": ["cosine"],
+    "Positive-aware mining": ["positive-aware"],
+    "Approximate nearest-neighbour search": ["approximate nearest-neighbour", "ANN search"],
+    "Multiple negatives ranking loss": ["MultipleNegativesRankingLoss"],
+    "Chunking": ["chunk"],
+    "Truncation": ["truncated", "truncates"],
+    "Query prefix": ["prefixes"],
+    "Zero-shot classification": ["zero-shot"],
+    "Gradient accumulation": ["accumulates gradients", "accumulation"],
+}
+
+# The metrics, by family: any of these patterns is a use of the entry.
+METRICS: dict[str, str] = {
+    "Recall@k": r"recall@(?!1(?![\d\w]))\w+",
+    "Hit@1": r"hit@1|recall@1(?![\d\w])",
+    "MRR@k": r"MRR(?:@\w+)?|(?:mean\s+)?reciprocal\s+rank",
+    "nDCG@k": r"n?DCG(?:@\w+)?",
+}
+
+# Everyday senses of an entry's words that are not the entry.
+EVERYDAY: dict[str, str] = {
+    "Negative": r"negative\s+(?:slope|sign|number|values?|cosines?|gradient|scores?|infinity)"
+                r"|(?:always|be|is|are|turns?)\s+negative|negative\s+(?:or|and)\s+positive",
+    "Weight": r"weight(?:s|ed)?\s+by|weighted",
+}
+
+HTML_TAG = re.compile(r"</?(?:details|summary|div|span|p|br|a|img|sup|sub|b|i|em|strong|code|kbd|table|tr|td|th"
+                      r"|figure|figcaption|small)\b[^>]*>", re.I)
+MARK = "\x00"  # brackets a link's target in cleaned prose
+NEXT_HEADING = re.compile(r"^(#{2,3})\s+(?:Next|What's next|Up next)\b.*$", re.M | re.I)
+HEADING = re.compile(r"^(#{1,6})\s", re.M)
+ROLE = re.compile(r"\{term\}`([^`<]*?)\s*(?:<([^`>]*)>)?`")
+DOC_ROLE = re.compile(r"\{doc\}`([^`<]*?)\s*(?:<([^`>]*)>)?`")
+MD_LINK = re.compile(r"(?<!!)\[([^\]]*)\]\(([^)\s]*)[^)]*\)")
+FENCE = re.compile(r"^(`{3,}|~{3,})(?!\{(?!code-cell))([^\n]*)\n.*?^\1[ \t]*$", re.S | re.M)
+POINTER = re.compile(r"Taught in \{doc\}`([^`<]*?)\s*<([^`>]+)>`")
+KNOW_FIRST = re.compile(r"\*\*What to know first:?\*\*:?(.*?)(?:\n\s*\n|\Z)", re.S | re.I)
+LESSON_NUMBER = re.compile(r"\blessons?\s+(\d+)((?:\s*(?:,|and|to|-|–)\s*\d+)*)", re.I)
+
+
+@dataclass
+class Entry:
+    names: list[str]
+    definition: str
+    taught_in: str | None = None  # a page of the contents, as _toc.yml writes it
+    link_text: str = ""
+    forms: set[str] = field(default_factory=set)
+
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
+
+@dataclass
+class Book:
+    """What the rules read: the contents in order, the lessons' markdown cells, the glossary."""
+
+    order: list[str]  # every page of _toc.yml in reading order, e.g. "notebooks/03_infonce"
+    cells: dict[str, list[tuple[int, str]]]  # lesson -> its markdown cells, as (index in the notebook, source)
+    titles: dict[str, str]  # page -> its title
+    glossary: str  # the text of book/glossary.md
+
+    @property
+    def lessons(self) -> list[str]:
+        return [p for p in self.order if p.startswith("notebooks/")]
+
+
+# ---- reading the book ---------------------------------------------------------------------------
+
+def toc_order(toc_text: str) -> list[str]:
+    toc = yaml.safe_load(toc_text)
+    order = [toc["root"]]
+    for part in toc.get("parts", []):
+        order += [chapter["file"] for chapter in part.get("chapters", [])]
+    return order
+
+
+def read_book(root: Path = ROOT) -> Book:
+    order = toc_order((root / "_toc.yml").read_text())
+    cells, titles = {}, {}
+    for page in order:
+        nb_path, md_path = root / f"{page}.ipynb", root / f"{page}.md"
+        if nb_path.exists():
+            nb = json.loads(nb_path.read_text())
+            cells[page] = [(i, "".join(c["source"])) for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown"]
+            text = cells[page][0][1] if cells[page] else ""
+        elif md_path.exists():
+            text = md_path.read_text()
+        else:
+            continue
+        title = re.search(r"^# (.+)$", text, re.M)
+        titles[page] = title.group(1).strip() if title else ""
+    return Book(order, cells, titles, (root / "book" / "glossary.md").read_text())
+
+
+def parse_glossary(text: str) -> list[Entry]:
+    """The entries of the ```{glossary} block: unindented lines are names, indented ones define."""
+    block = re.search(r"^```\{glossary\}[^\n]*\n(.*?)^```", text, re.S | re.M)
+    entries: list[Entry] = []
+    current = None
+    for line in (block.group(1) if block else "").splitlines():
+        if not line.strip():
+            continue
+        if not line[0].isspace():
+            if current is None or current.definition:
+                current = Entry([], "")
+                entries.append(current)
+            current.names.append(line.strip())
+        elif current is not None:
+            current.definition += line.strip() + " "
+    for entry in entries:
+        pointer = POINTER.search(entry.definition)
+        if pointer:
+            entry.link_text, entry.taught_in = pointer.group(1), resolve("book/glossary", pointer.group(2))
+    return entries
+
+
+def resolve(page: str, target: str) -> str:
+    """A link target relative to ``page`` as _toc.yml names pages: "../notebooks/03_infonce.ipynb" from
+    "book/glossary" is "notebooks/03_infonce"."""
+    target = target.split("#")[0]
+    target = re.sub(r"\.(ipynb|md)$", "", target)
+    if target.startswith("/"):
+        return target.lstrip("/")
+    parts: list[str] = []
+    for part in (PurePosixPath(page).parent / target).parts:
+        if part == "..":
+            parts = parts[:-1]
+        elif part != ".":
+            parts.append(part)
+    return "/".join(parts)
+
+
+def lookup(entries: list[Entry]) -> dict[str, Entry]:
+    return {name.lower(): entry for entry in entries for name in entry.names}
+
+
+def role_target(display: str, target: str | None) -> str:
+    return " ".join((target or display).split()).lower()
+
+
+# ---- what a lesson's prose says -------------------------------------------------------------------
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower())}
+
+
+def strip_next(cell: str) -> str:
+    """Drop a "## Next" section: from its heading to the next heading of its level or higher."""
+    match = NEXT_HEADING.search(cell)
+    if not match:
+        return cell
+    level = len(match.group(1))
+    rest = cell[match.end():]
+    stop = next((m.start() for m in HEADING.finditer(rest) if len(m.group(1)) <= level), len(rest))
+    return cell[:match.start()] + rest[stop:]
+
+
+def clean(cell: str, page: str, titles: dict[str, str]) -> str:
+    """The prose a reader reads as prose, with {term} roles kept for the caller."""
+    text = strip_next(cell)
+    text = FENCE.sub("\n", text)
+    text = re.sub(r"\{(?:glue|glue:\w+|numref|eq|download)\}`[^`]*`", " ", text)
+    text = re.sub(r"\{ref\}`([^`<]*?)\s*<[^`>]*>`", r"\1", text)
+    text = re.sub(r"\{ref\}`[^`]*`", " ", text)
+
+    def page_name(display: str, target: str) -> bool:
+        title = titles.get(resolve(page, target))
+        return bool(title) and _words(display) <= _words(title)
+
+    def link(display: str, target: str) -> str:
+        shown = " " if page_name(display, target) else display
+        return f"{shown} {MARK}{target}{MARK} "  # the target stays, marked, for the paragraph's links
+
+    text = MD_LINK.sub(lambda m: link(m.group(1), m.group(2)), text)
+    text = DOC_ROLE.sub(lambda m: link(m.group(1), m.group(2) or m.group(1)), text)
+    text = re.sub(r"<https?://[^>]*>|https?://\S+", " ", text)
+    text = HTML_TAG.sub(" ", text)
+    return text
+
+
+def form_pattern(form: str) -> re.Pattern:
+    words = [re.escape(w) for w in re.split(r"[\s-]+", form.strip()) if w]
+    return re.compile(r"(?<![\w@./-])" + r"[\s-]+".join(words) + r"(?:s|es|d)?(?![\w@])", re.I)
+
+
+def entry_patterns(entries: list[Entry], book: Book) -> dict[str, list[re.Pattern]]:
+    """Every plain-text form of every entry (see the module's docstring)."""
+    by_name = lookup(entries)
+    for entry in entries:
+        entry.forms = {n.lower() for n in entry.names if "@" not in n}
+        entry.forms |= {f.lower() for f in FORMS.get(entry.name, [])}
+    for page in book.lessons:
+        for _, cell in book.cells.get(page, []):
+            for display, target in ROLE.findall(cell):
+                entry = by_name.get(role_target(display, target))
+                if entry is not None and "@" not in display:
+                    entry.forms.add(" ".join(display.split()).lower())
+    patterns = {e.name: [form_pattern(f) for f in sorted(e.forms, key=lambda f: (-len(f), f))] for e in entries}
+    for name, metric in METRICS.items():
+        if name in patterns:
+            patterns[name].append(re.compile(r"(?<![\w@./-])(?:" + metric + r")(?![\w@])", re.I))
+    return patterns
+
+
+@dataclass(frozen=True)
+class Use:
+    page: str
+    cell: int
+    entry: str
+    said: str  # the text that used it
+    paragraph_links: frozenset  # the pages the paragraph links to
+
+
+def uses(book: Book, entries: list[Entry]) -> list[Use]:
+    """Every use of an entry in every lesson, once per entry and paragraph."""
+    by_name = lookup(entries)
+    patterns = entry_patterns(entries, book)
+    found = []
+    for page in book.lessons:
+        for i, cell in book.cells.get(page, []):
+            for paragraph in re.split(r"\n\s*\n", clean(cell, page, book.titles)):
+                links = frozenset(resolve(page, t) for t in re.findall(f"{MARK}([^{MARK}]*){MARK}", paragraph))
+                paragraph = re.sub(f"{MARK}[^{MARK}]*{MARK}", " ", paragraph)
+                seen: set[str] = set()
+                for display, target in ROLE.findall(paragraph):
+                    entry = by_name.get(role_target(display, target))
+                    if entry is not None and entry.name not in seen:
+                        seen.add(entry.name)
+                        role = f"{{term}}`{display}{' <' + target + '>' if target else ''}`"
+                        found.append(Use(page, i, entry.name, role, links))
+                plain = ROLE.sub(" ", paragraph)
+                for entry in entries:
+                    if entry.name in seen:
+                        continue
+                    everyday = EVERYDAY.get(entry.name)
+                    text = re.sub(everyday, " ", plain, flags=re.I) if everyday else plain
+                    for pattern in patterns[entry.name]:
+                        match = pattern.search(text)
+                        if match:
+                            seen.add(entry.name)
+                            found.append(Use(page, i, entry.name, " ".join(match.group(0).split()), links))
+                            break
+    return found
+
+
+def know_first(cell: str) -> str | None:
+    match = KNOW_FIRST.search(cell)
+    return match.group(1) if match else None
+
+
+# ---- the rules ------------------------------------------------------------------------------------
+
+def pointer_problems(book: Book, entries: list[Entry]) -> list[str]:
+    """Each entry names a page of the contents that teaches it, with the lesson's right number."""
+    problems = []
+    used = {(u.page, u.entry) for u in uses(book, entries)}
+    for entry in entries:
+        if entry.taught_in is None:
+            problems.append(f"glossary: {entry.name!r} does not say where it is taught "
+                            "(end it with: Taught in {doc}`lesson N <../notebooks/NN_name>`.)")
+            continue
+        if entry.taught_in not in book.order:
+            problems.append(f"glossary: {entry.name!r} is taught in {entry.taught_in!r}, which is not in _toc.yml")
+            continue
+        if entry.taught_in in book.lessons:
+            number = book.lessons.index(entry.taught_in) + 1
+            said = re.fullmatch(r"\s*lesson\s+(\d+)\s*", entry.link_text, re.I)
+            if not said or int(said.group(1)) != number:
+                problems.append(f"glossary: {entry.name!r} links to {entry.taught_in} as {entry.link_text!r}; "
+                                f"the contents make it lesson {number}")
+            if (entry.taught_in, entry.name) not in used:
+                problems.append(f"glossary: {entry.name!r} is taught in lesson {number} ({entry.taught_in}), "
+                                "whose prose never uses it")
+    return problems
+
+
+def violations(book: Book, entries: list[Entry] | None = None) -> dict[str, list[str]]:
+    """Rules 1-3 of the module's docstring, by lesson (each lesson's list in cell order)."""
+    entries = parse_glossary(book.glossary) if entries is None else entries
+    taught = {e.name: e.taught_in for e in entries}
+    position = {page: i for i, page in enumerate(book.order)}
+    lessons = book.lessons
+    found: dict[str, list[tuple[int, str]]] = {page: [] for page in lessons}
+
+    def where(page: str) -> str:
+        return f"lesson {lessons.index(page) + 1} ({page})" if page in lessons else page
+
+    reported: set[tuple[str, int, str]] = set()  # one line per lesson, cell and entry
+    for use in uses(book, entries):
+        page = taught.get(use.entry)
+        if page is None or use.page not in position or (use.page, use.cell, use.entry) in reported:
+            continue  # pointer_problems reports an entry that names no page
+        if page not in position:  # a lesson not written yet: nothing before it teaches the term
+            reported.add((use.page, use.cell, use.entry))
+            found[use.page].append((use.cell, f"cell {use.cell}: {use.said!r} ({use.entry}) is taught in "
+                                               f"{page}, which the contents do not list yet"))
+        elif page in lessons and position[page] > position[use.page]:
+            reported.add((use.page, use.cell, use.entry))
+            found[use.page].append((use.cell, f"cell {use.cell}: {use.said!r} ({use.entry}) is taught in "
+                                               f"{where(page)}"))
+        elif page not in lessons and page not in use.paragraph_links:
+            reported.add((use.page, use.cell, use.entry))
+            found[use.page].append((use.cell, f"cell {use.cell}: {use.said!r} ({use.entry}) is taught on "
+                                               f"{page}, and the paragraph does not link there"))
+    for page in lessons:
+        for i, cell in book.cells.get(page, []):
+            text = know_first(cell)
+            if text is None:
+                continue
+            named = {resolve(page, t) for t in re.findall(r"\]\(([^)\s]+)", text)}
+            named |= {resolve(page, t) for _, t in DOC_ROLE.findall(text) if t}
+            for first, more in LESSON_NUMBER.findall(text):
+                for n in [first, *re.findall(r"\d+", more)]:
+                    if 1 <= int(n) <= len(lessons):
+                        named.add(lessons[int(n) - 1])
+                    else:
+                        found[page].append((i, f"cell {i}: 'What to know first' names lesson {n}, "
+                                               "which the contents do not have"))
+            for target in sorted(named):
+                if target in position and position[target] > position[page]:
+                    found[page].append((i, f"cell {i}: 'What to know first' names {where(target)}, "
+                                           "which comes after this lesson"))
+    return {page: [text for _, text in sorted(items, key=lambda x: x[0])] for page, items in found.items()}
+
+
+def report(book: Book) -> str:
+    entries = parse_glossary(book.glossary)
+    lines = []
+    problems = pointer_problems(book, entries)
+    if problems:
+        lines += ["## The glossary's pointers", ""] + [f"- {p}" for p in problems] + [""]
+    for page, items in violations(book, entries).items():
+        number = book.lessons.index(page) + 1
+        lines += [f"## Lesson {number}: {page}", ""]
+        lines += [f"- {text}" for text in items] or ["- none"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report(read_book()))
