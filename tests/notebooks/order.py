@@ -53,8 +53,6 @@ FORMS: dict[str, list[str]] = {
     "Positive-aware mining": ["positive-aware"],
     "Approximate nearest-neighbour search": ["approximate nearest-neighbour", "ANN search"],
     "Multiple negatives ranking loss": ["MultipleNegativesRankingLoss"],
-    "Chunking": ["chunk"],
-    "Truncation": ["truncated", "truncates"],
     "Query prefix": ["prefixes"],
     "Zero-shot classification": ["zero-shot"],
     "Gradient accumulation": ["accumulates gradients", "accumulation"],
