@@ -40,6 +40,7 @@ Lesson: ``notebooks/06_mining.ipynb``.
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -267,7 +268,9 @@ def mine_with_model(model: SentenceTransformer, pairs: Sequence[tuple[str, str]]
     id_of = {text: cid for cid, text in cards.items()}
     if seed is not None:
         random.seed(seed)
-    with _no_progress_bars(model):
+    # verbose=False, and its print-outs go too: sentence-transformers 5.x prints the average number of
+    # positives per query whatever `verbose` says (6.x asks for verbose), so the two would print apart.
+    with _no_progress_bars(model), contextlib.redirect_stdout(io.StringIO()):
         out = mine_hard_negatives(data, model, corpus=list(cards.values()), num_negatives=num_negatives,
                                   output_format="n-tuple", output_scores=True, verbose=False, **options)
     mined: dict[str, dict] = {}

@@ -109,6 +109,24 @@ def test_mining_shows_no_progress_bar_and_leaves_the_model_as_it_was(model, capf
     assert "encode_query" not in vars(model) and "encode_document" not in vars(model)
 
 
+def test_mining_prints_nothing_whatever_the_library_prints(model, cache, capfd, monkeypatch):
+    """sentence-transformers 5.x prints "Found an average of ... positives per query." even with
+    verbose=False (6.x does not): the lesson's output must read the same under both."""
+    import sentence_transformers.util as st_util
+
+    library = st_util.mine_hard_negatives
+
+    def like_5x(*args, **kwargs):
+        print("Found an average of 1.077 positives per query.")
+        return library(*args, **kwargs)
+
+    monkeypatch.setattr(st_util, "mine_hard_negatives", like_5x)
+    mined = mi.mine_with_model(model, known_positives=mi.ALSO_ANSWERS, cache_folder=cache)
+    captured = capfd.readouterr()
+    assert captured.out == "" and "positives per query" not in captured.err
+    assert mined[mi.ROUTER_QUESTION]["negatives"]
+
+
 def test_same_batch_chance_counts_pairs_of_rows_and_matches_shuffling():
     assert mi.same_batch_chance(13, 4) == pytest.approx(18 / 78)  # three batches of 4, one of 1
     assert mi.same_batch_chance(8, 4) == pytest.approx(2 * 6 / 28)
