@@ -19,7 +19,9 @@ result            (B, D)          one vector per text
 
 Relations: `mean_pool`, `cls_pool` and `last_token_pool` compute what
 sentence-transformers' ``Pooling`` module computes with ``pooling_mode`` set to
-``"mean"``, ``"cls"`` and ``"lasttoken"``. The packaged
+``"mean"``, ``"cls"`` and ``"lasttoken"``. `pooling_cosines` compares two texts
+of one padded batch under mean pooling with the mask, mean pooling with the mask
+forgotten, and CLS pooling (what lesson 1's live pooling demo shows). The packaged
 all-MiniLM-L6-v2 (mean pooling, then L2 normalization) loads with
 `labs.retrieval.models.load_minilm`.
 
@@ -34,6 +36,7 @@ __all__ = [
     "mean_pool",
     "cls_pool",
     "last_token_pool",
+    "pooling_cosines",
 ]
 
 
@@ -119,3 +122,27 @@ def last_token_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor
     positions = torch.arange(T, device=mask.device).expand_as(mask)
     last = torch.where(mask, positions, -1).max(dim=1).values  # (B,)
     return token_embeddings[torch.arange(token_embeddings.shape[0], device=last.device), last]
+
+
+def pooling_cosines(token_embeddings: torch.Tensor, attention_mask: torch.Tensor) -> dict[str, float]:
+    """Cosine between the two texts of one padded batch, pooled three ways: (2, T, D) grid, (2, T) mask.
+
+    Returns ``{"mean": ..., "mean_unmasked": ..., "cls": ...}``: mean pooling over the real tokens
+    (`mean_pool`), the mean over all T positions with the mask forgotten (padding rows included:
+    the padding bug), and the first real token (`cls_pool`). Each pooled vector is scaled to
+    length 1 before the dot product, in float64.
+    """
+    _check_grid(token_embeddings)
+    if token_embeddings.shape[0] != 2:
+        raise ValueError(f"token_embeddings must hold exactly two texts (2, tokens, dim), got shape "
+                         f"{tuple(token_embeddings.shape)}")
+    _check_mask(attention_mask, token_embeddings)
+    pooled = {"mean": mean_pool(token_embeddings, attention_mask),
+              "mean_unmasked": token_embeddings.mean(dim=1),  # every position counts: the bug
+              "cls": cls_pool(token_embeddings, attention_mask)}
+    cosines = {}
+    for name, vectors in pooled.items():
+        v = vectors.detach().double()
+        v = v / v.norm(dim=1, keepdim=True).clamp_min(1e-300)
+        cosines[name] = float(v[0] @ v[1])
+    return cosines

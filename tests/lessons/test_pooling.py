@@ -254,3 +254,47 @@ def test_complex_vectors_and_masks_are_refused(fn):
         fn(_grid().to(torch.complex128), _mask("right"))
     with pytest.raises(ValueError, match="attention_mask must hold 0 and 1 .* got complex numbers"):
         fn(_grid(), _mask("right").to(torch.complex64))
+
+
+# --- pooling_cosines: the live pooling demo's numbers -----------------------------------
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_pooling_cosines_match_the_library_and_the_unmasked_mean(side):
+    """Each of the three cosines is the library's pooling (or the plain mean), normalized, then dotted."""
+    from labs.lessons.pooling import pooling_cosines
+
+    grid, mask = _grid(5)[1:3], _mask(side)[1:3]  # two texts of 3 and 1 tokens: both padded
+    got = pooling_cosines(grid, mask)
+
+    def cosine(v):
+        v = torch.nn.functional.normalize(v, dim=1)
+        return float(v[0] @ v[1])
+
+    assert got == pytest.approx({"mean": cosine(_library("mean", grid, mask)),
+                                 "mean_unmasked": cosine(grid.mean(dim=1)),
+                                 "cls": cosine(_library("cls", grid, mask))}, abs=1e-12)
+    assert got["mean"] != pytest.approx(got["mean_unmasked"], abs=1e-3)  # the padding reaches one of them
+
+
+def test_pooling_cosines_of_a_text_with_itself_are_one_and_the_mask_off_only_moves_with_padding():
+    from labs.lessons.pooling import pooling_cosines
+
+    grid, mask = _grid(6)[:1].repeat(2, 1, 1), torch.ones(2, T, dtype=torch.int64)
+    assert pooling_cosines(grid, mask) == pytest.approx({"mean": 1.0, "mean_unmasked": 1.0, "cls": 1.0})
+    mask[1, 4:] = 0  # the second copy loses its last three tokens to padding
+    got = pooling_cosines(grid, mask)
+    assert got["cls"] == pytest.approx(1.0) and got["mean_unmasked"] == pytest.approx(1.0)
+    assert got["mean"] < 1 - 1e-6
+
+
+@pytest.mark.parametrize("grid, mask, says", [
+    (torch.zeros(3, 4, 2), torch.ones(3, 4), "exactly two texts"),
+    (torch.zeros(2, 4, 2), torch.ones(2, 3), "attention_mask must have shape"),
+    (torch.zeros(2, 4), torch.ones(2, 4), "3-D"),
+])
+def test_pooling_cosines_bad_input(grid, mask, says):
+    from labs.lessons.pooling import pooling_cosines
+
+    with pytest.raises(ValueError, match=says):
+        pooling_cosines(grid, mask)

@@ -1,4 +1,5 @@
-"""Answer checks of the gradients lesson: a learning rate that lands in one step, a step on a bowl, a slope.
+"""Answer checks of the gradients lesson: a learning rate that lands in one step, a step on a bowl, a slope, and a
+training loop that forgets to clear `.grad` (the lesson's break-it exercise).
 
 Each check takes the reader's answer, prints "Right: ..." or a hint that says how
 the answer is wrong (never the answer), and returns True or False.
@@ -10,7 +11,8 @@ import math
 
 from labs.classroom.answers import grade_number, number_answer
 
-__all__ = ["ONE_STEP_CURVE", "BOWL_START", "check_one_step_lr", "check_bowl_step", "check_two_card_slope"]
+__all__ = ["ONE_STEP_CURVE", "BOWL_START", "FORGOT_START", "FORGOT_LR", "FORGOT_STEPS", "forgot_zero_grad_path",
+           "check_one_step_lr", "check_bowl_step", "check_two_card_slope", "check_no_zero_grad"]
 
 #: the exercise's loss L(w) = ONE_STEP_CURVE * (w - 3)**2
 ONE_STEP_CURVE = 5.0
@@ -19,6 +21,8 @@ BOWL_START = (1.0, 2.0)
 BOWL_LR = 0.1
 #: the two-card loss L(s) = -ln(e^s / (e^s + 1)), its slope asked at this score
 TWO_CARD_SCORE = -1.0
+#: the break-it loop: L(w) = (w - 3)**2 from w = 1 at learning rate 0.1, with .grad never cleared, for 3 steps
+FORGOT_START, FORGOT_LR, FORGOT_STEPS = 1.0, 0.1, 3
 
 
 def check_one_step_lr(answer: object) -> bool:
@@ -92,3 +96,38 @@ def check_two_card_slope(answer: object) -> bool:
          -share: "Not yet: that is the slope at s = +1, where the right card leads by 1. Here it "
                  "trails by 1, so its share is smaller."},
         "Not yet: find the right card's share at s = -1, then use slope = share - 1.", tol=5e-3)
+
+
+def forgot_zero_grad_path(steps: int, *, start: float = FORGOT_START, lr: float = FORGOT_LR,
+                          clear: bool = False) -> list[float]:
+    """Weights of plain SGD on (w - 3)^2, by hand: the start, then after each step; shape (steps + 1,).
+
+    With ``clear=False`` the step uses the running sum of every slope so far, which is what `.grad`
+    holds when a loop never calls ``zero_grad()``; with ``clear=True`` it is plain gradient descent.
+    """
+    w, held, path = float(start), 0.0, [float(start)]
+    for _ in range(steps):
+        slope = 2 * (w - 3)
+        held = slope if clear else held + slope
+        w -= lr * held
+        path.append(w)
+    return path
+
+
+def check_no_zero_grad(answer: object) -> bool:
+    """Break it: w after 3 SGD steps on (w - 3)^2 from w = 1 at learning rate 0.1 when .grad is never cleared."""
+    value = number_answer(answer, "Not answered yet: fill in the weight w after three steps.")
+    if value is None:
+        return False
+    forgot = forgot_zero_grad_path(FORGOT_STEPS)
+    cleared = forgot_zero_grad_path(FORGOT_STEPS, clear=True)
+    return grade_number(
+        value, forgot[-1], "Right: .grad holds -4, then -4 - 3.2 = -7.2, then -7.2 - 1.76 = -8.96, so the "
+        "weight runs 1 -> 1.4 -> 2.12 -> past 3: the old slopes keep pushing after the minimum.",
+        {cleared[-1]: "Not yet: that is the loop that clears .grad every step. Without zero_grad(), each step "
+                      "uses the sum of every slope so far.",
+         forgot[2]: "Not yet: that is where w is after two steps; take one more.",
+         forgot[1]: "Not yet: that is after the first step, where nothing has piled up yet. Take two more.",
+         3.0: "Not yet: the sum of old slopes does not stop at the minimum. Work the three steps out."},
+        "Not yet: step by step, add the new slope 2 (w - 3) to what .grad already holds, then move w by "
+        "minus 0.1 times that sum.", tol=2e-3)

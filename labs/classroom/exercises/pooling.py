@@ -1,4 +1,5 @@
-"""Answer checks of the pooling lesson: a mean that forgot its mask, and where CLS pooling reads in a left-padded batch.
+"""Answer checks of the pooling lesson: a mean that forgot its mask, where CLS pooling reads in a left-padded batch, and
+the shape a mean over the wrong axis gives (the lesson's break-it exercise).
 
 Each check takes the reader's answer, prints "Right: ..." or a hint that says how
 the answer is wrong (never the answer), and returns True or False.
@@ -8,8 +9,8 @@ from __future__ import annotations
 
 from labs.classroom.answers import grade_number, number_answer
 
-__all__ = ["TOY_TOKENS", "TOY_PAD_ROW", "TOY_PADS", "LEFT_BATCH_LENGTHS", "check_unmasked_mean",
-           "check_left_padded_cls"]
+__all__ = ["TOY_TOKENS", "TOY_PAD_ROW", "TOY_PADS", "LEFT_BATCH_LENGTHS", "LESSON_GRID", "check_unmasked_mean",
+           "check_left_padded_cls", "check_wrong_axis"]
 
 #: the lesson's toy: three real tokens' vectors, and the vector the transformer gave each padding position
 TOY_TOKENS = ((2.0, 1.0), (4.0, 3.0), (6.0, 2.0))
@@ -17,6 +18,8 @@ TOY_PAD_ROW = (-2.0, 2.0)
 TOY_PADS = 2
 #: token counts ([CLS] and [SEP] included) of a batch padded on the left to the longest
 LEFT_BATCH_LENGTHS = (9, 6, 4)
+#: the shape of the lesson's token grid: 3 texts, 9 token positions (padding included), 384 numbers per token
+LESSON_GRID = (3, 9, 384)
 
 
 def check_unmasked_mean(answer: object) -> bool:
@@ -68,4 +71,50 @@ def check_left_padded_cls(answer: object) -> bool:
     else:
         print("Not yet: for each text, count how many padding tokens come before it; its [CLS] is the "
               "first position after them.")
+    return False
+
+
+def _shape(answer: object) -> tuple[int, ...] | None:
+    if answer is None:
+        print("Not answered yet: fill in answer = a shape, such as (2, 5).")
+        return None
+    if isinstance(answer, int) and not isinstance(answer, bool):
+        answer = (answer,)
+    try:
+        if isinstance(answer, (str, bytes)):  # "39" is not the shape (3, 9)
+            raise TypeError
+        given = tuple(answer)  # type: ignore[arg-type]
+        if not given or any(isinstance(v, bool) or int(v) != float(v) for v in given):
+            raise ValueError
+        return tuple(int(v) for v in given)
+    except (TypeError, ValueError):
+        print(f"Answer with a shape: a tuple of whole numbers such as (2, 5), got {answer!r:.60}")
+        return None
+
+
+def check_wrong_axis(answer: object) -> bool:
+    """Break it: the shape of the lesson's (3, 9, 384) grid times its mask, summed over dim=2 (the wrong axis)."""
+    given = _shape(answer)
+    if given is None:
+        return False
+    texts, tokens, dims = LESSON_GRID
+    truth = (texts, tokens)
+    if given == truth:
+        print("Right: summing over dim=2 adds up each token's numbers, so one number per token is left: "
+              "(texts, tokens). The division by the mask's (texts, 1) sums still broadcasts, so nothing "
+              "complains.")
+        return True
+    hints = {
+        (texts, dims): "Not yet: that is the shape of the right pooling, which removes the token axis (dim=1). "
+                       "The bug removes the other one.",
+        (tokens, dims): "Not yet: that removed the text axis (dim=0). Count the axes from 0: texts, tokens, "
+                        "numbers.",
+        LESSON_GRID: "Not yet: a sum over an axis removes that axis (unless keepdim=True).",
+        (texts, tokens, 1): "Close, but a plain sum drops the axis it adds up; only keepdim=True keeps it "
+                            "as size 1.",
+        (texts,): "Not yet: the sum runs over one axis only; the other two stay.",
+        (tokens, texts): "Almost: the axes that stay keep their order.",
+    }
+    print(hints.get(given, "Not yet: write the grid's shape (texts, tokens, numbers) and cross out the axis "
+                           "the sum runs over, dim=2."))
     return False
