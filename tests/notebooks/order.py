@@ -108,6 +108,7 @@ class Book:
     cells: dict[str, list[tuple[int, str]]]  # lesson -> its markdown cells, as (index in the notebook, source)
     titles: dict[str, str]  # page -> its title
     glossary: str  # the text of book/glossary.md
+    found: dict = field(default_factory=dict, repr=False, compare=False)  # uses(), once per glossary
 
     @property
     def lessons(self) -> list[str]:
@@ -263,6 +264,13 @@ class Use:
 
 def uses(book: Book, entries: list[Entry]) -> list[Use]:
     """Every use of an entry in every lesson, once per entry and paragraph."""
+    key = tuple((tuple(e.names), e.taught_in) for e in entries)
+    if key not in book.found:
+        book.found[key] = _uses(book, entries)
+    return book.found[key]
+
+
+def _uses(book: Book, entries: list[Entry]) -> list[Use]:
     by_name = lookup(entries)
     patterns = entry_patterns(entries, book)
     found = []
