@@ -15,8 +15,10 @@ figure or CUDA call:
   starts CUDA; tests/notebooks/test_cuda_order.py rehearses every lesson's first two cells with
   CUDA mocked and fails if anything does before this call;
 - ``threads`` torch threads;
-- figures: inline, sharp ("retina"), 11 pt text at 100 dpi; SVG slider figures keep their
-  text as text, with a stable id salt;
+- figures: inline, sharp ("retina"), drawn for a phone's column (`labs.classroom.figures`: 4.8 in
+  wide by default, text 11-12 pt, log-axis decades in digits, a colour cycle of at least 4.5:1
+  against white); each PNG records its smallest text in points for the browser check; SVG slider
+  figures keep their text as text, with a stable id salt;
 - NumPy prints ``precision`` decimals;
 - returns ``glue``: myst-nb's (it hands numbers to the book's pages) or, where the book tools
   are not installed (Colab), a stand-in that does nothing.
@@ -33,6 +35,20 @@ __all__ = ["setup"]
 
 def _no_glue(name: str, value: object, display: bool = True) -> None:
     """Stand-in for myst_nb.glue where the book tools are not installed: the number is not needed."""
+
+
+def _record_smallest_text(shell) -> None:
+    """The inline backend's retina PNGs, each with its smallest text in a tEXt chunk
+    (`labs.classroom.figures.TEXT_KEY`): the browser check reads it to measure the text as shown."""
+    from IPython.core.pylabtools import retina_figure
+    from matplotlib.figure import Figure
+
+    from labs.classroom.figures import png_metadata
+
+    def png(fig):
+        return retina_figure(fig, base64=True, bbox_inches="tight", metadata=png_metadata(fig))
+
+    shell.display_formatter.formatters["image/png"].for_type(Figure, png)
 
 
 def setup(seed: int = 0, *, threads: int = 2, deterministic: bool = True, precision: int = 3,
@@ -52,6 +68,7 @@ def setup(seed: int = 0, *, threads: int = 2, deterministic: bool = True, precis
     import torch
     import transformers
 
+    from labs.classroom import figures
     from labs.retrieval.device import CUBLAS_WORKSPACE, set_determinism
 
     # cuBLAS reads its workspace setting once, when CUDA starts: set it before anything can start
@@ -76,8 +93,8 @@ def setup(seed: int = 0, *, threads: int = 2, deterministic: bool = True, precis
     if shell is not None:
         shell.run_line_magic("matplotlib", "inline")
         shell.run_line_magic("config", 'InlineBackend.figure_formats = ["retina"]')
-    plt.rcParams.update({"font.size": 11, "figure.dpi": 100, "svg.fonttype": "none",
-                         "svg.hashsalt": svg_salt or f"labs-{seed}"})
+        _record_smallest_text(shell)
+    plt.rcParams.update({**figures.style(), "svg.fonttype": "none", "svg.hashsalt": svg_salt or f"labs-{seed}"})
     try:
         from myst_nb import glue
     except ImportError:

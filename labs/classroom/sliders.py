@@ -10,9 +10,9 @@ no kernel. In JupyterLab the same widget is live: a position with nothing
 stored is computed by the kernel when the reader moves to it. Colab, whose
 ipywidgets 7 has no `Stack`, gets a form driven by the kernel (below).
 
-Usage: one call, the last line of the cell, with `# NBVAL_IGNORE_OUTPUT` as the
-cell's first line (nbval has no widget manager; the stored outputs are checked
-by tests/classroom/test_sliders.py, which proves each equals what `fn` prints).
+Usage: one call, the last line of the cell, in a cell tagged `nbval-ignore-output`
+(nbval has no widget manager; the stored outputs are checked by
+tests/classroom/test_sliders.py, which proves each equals what `fn` prints).
 
 Before (live only; a dead control in the book)::
 
@@ -23,12 +23,16 @@ Before (live only; a dead control in the book)::
 
 After (a slider of 25 taus times a dropdown of 4 gaps: 100 stored outputs)::
 
-    # NBVAL_IGNORE_OUTPUT
     from labs.classroom.sliders import live_slider
+
+    def describe_share(tau, gap):
+        share = positive_share(0.6 + gap, [0.6] * 3, tau)
+        return f"At tau {tau:.3f} and a gap of {gap:.2f} the right card takes {share:.0%} of the softmax."
 
     taus = np.round(np.geomspace(0.005, 2.0, 25), 4)
     live_slider(show_share, taus, description="tau", value=0.2, fmt="{:.3f}",
-                choices=[0.0, 0.15, 0.3, 0.5], choice_description="cosine gap", choice_value=0.15)
+                choices=[0.0, 0.15, 0.3, 0.5], choice_description="cosine gap", choice_value=0.15,
+                alt=describe_share)
 
 - `fn(value)` (or `fn(value, choice)` with `choices`) prints text and/or draws
   matplotlib figures (`plt.show()` is fine). Text and figures are stored in the
@@ -41,6 +45,14 @@ After (a slider of 25 taus times a dropdown of 4 gaps: 100 stored outputs)::
 - `stored` (optional): which slider values to precompute (a collection or a
   predicate); the others are live-only and say so in place in the book.
 - `image`: "svg" (default; text stays text) or "png" (for dense images).
+- `alt`: a function with the same arguments as `fn` returning one sentence that says what the
+  picture shows at that position, its numbers computed ("At tau 0.050 the right card takes 91%
+  of the softmax."). Required when `fn` draws a figure: every figure is stored as an
+  ``<img alt="...">`` (an HTML output, with the sentence as its text form too), so a screen
+  reader reads it in the book, in JupyterLab and in Colab. Until every lesson passes it
+  (`REQUIRE_ALT`), a figure without `alt` gets a description made from the figure's title and
+  axis labels, and tests/notebooks/test_rules.py fails for the cell. The readout (`fmt`) is what
+  a screen reader announces as the slider's value: keep it meaningful ("0.050", not "5").
 
 The browser check (``tests/book/``) reads the stored positions back out of the page's widget
 state and moves every slider to prove each one.
@@ -61,6 +73,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import html
 import io
 import math
 import sys
@@ -68,9 +81,16 @@ from collections.abc import Callable, Collection, Sequence
 
 import ipywidgets as widgets
 
+from labs.classroom.figures import png_metadata
+
+# Every lesson passes `alt=` once its owner has added it; then this becomes True and a figure
+# drawn without it is refused (ValueError naming `alt`). Meanwhile a description is made from the
+# figure's title and axis labels, and tests/notebooks/test_rules.py names each cell that lacks it.
+REQUIRE_ALT = False
 MAX_STORED = 150  # stored outputs per widget; tens are the aim (page weight: 3 MB per lesson page)
 BOX_CLASS = "labs-live-slider"
 STACK_CLASS = "labs-live-stack"
+FIGURE_CLASS = "labs-live-figure"  # the <img> of a stored figure
 LIVE_ONLY = "Not stored in the book"  # how a live-only position starts its message
 NEEDS_A_NOTEBOOK = "needs Jupyter or Colab"  # the one line a slider prints with no widget frontend
 
@@ -121,11 +141,55 @@ def _figure_output(fig, image: str) -> dict:
             fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
         data = {"image/svg+xml": buf.getvalue().decode()}
     else:
-        fig.savefig(buf, format="png", bbox_inches="tight", dpi=110, metadata={"Software": None})
+        fig.savefig(buf, format="png", bbox_inches="tight", dpi=110, metadata=png_metadata(fig))
         data = {"image/png": base64.b64encode(buf.getvalue()).decode("ascii")}
     title = fig.axes[0].get_title() if fig.axes else ""
     data["text/plain"] = f"<Figure: {title}>" if title else "<Figure>"
-    return {"output_type": "display_data", "data": data, "metadata": {}}
+    return {"output_type": "display_data", "data": data, "metadata": {"labs": {"about": _about(fig)}}}
+
+
+def _about(fig) -> str:
+    """What can be said of a figure from itself: its titles and axis labels (the fallback alt)."""
+    parts = []
+    for ax in fig.axes:
+        bits = [f"titled '{ax.get_title()}'" if ax.get_title() else ""]
+        bits += [f"{axis} axis '{label}'" for axis, label in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if label]
+        bits = [b for b in bits if b]
+        if bits:
+            parts.append("a panel " + ", ".join(bits))
+    return "; ".join(parts) if parts else "a figure"
+
+
+def image_html(data: dict, alt: str) -> str:
+    """An <img> showing a stored SVG or PNG figure with `alt` as its alt text (a data: URL: the
+    SVG as text, only %, #, quotes and line breaks escaped; the PNG in base64)."""
+    if "image/svg+xml" in data:
+        svg = "".join(data["image/svg+xml"])
+        body = "".join({"%": "%25", "#": "%23", "'": "%27", "\n": "%0A", "\r": "%0D", "\t": "%09"}.get(c, c)
+                       for c in svg)
+        src = "data:image/svg+xml," + body
+    else:
+        src = "data:image/png;base64," + "".join(data["image/png"]).replace("\n", "")
+    return f"<img class=\"{FIGURE_CLASS}\" alt=\"{html.escape(alt, quote=True)}\" src='{src.replace('&', '&amp;')}'>"
+
+
+def with_alt(outputs: list[dict], alt: str | Sequence[str]) -> list[dict]:
+    """The captured outputs with each figure as an <img alt> (an HTML output whose text form is the
+    sentence): `alt` is one sentence for every figure, or one per figure."""
+    figures = [o for o in outputs if o["output_type"] == "display_data"]
+    texts = [alt] * len(figures) if isinstance(alt, str) else list(alt)
+    if len(texts) != len(figures):
+        raise ValueError(f"live_slider: alt gave {len(texts)} sentences for {len(figures)} figures")
+    out, k = [], 0
+    for o in outputs:
+        if o["output_type"] != "display_data":
+            out.append(o)
+            continue
+        text = " ".join(str(texts[k]).split())
+        k += 1
+        out.append({"output_type": "display_data", "metadata": {},
+                    "data": {"text/html": image_html(o["data"], text), "text/plain": text}})
+    return out
 
 
 def capture(fn: Callable, args: tuple, image: str = "svg") -> list[dict]:
@@ -217,6 +281,7 @@ def live_slider(
     toggle: bool = False,
     stored: Collection | Callable[[object], bool] | None = None,
     image: str = "svg",
+    alt: Callable[..., str | Sequence[str]] | None = None,
 ) -> widgets.VBox | None:
     """A slider over `values` (and optionally a dropdown over `choices`) showing fn's output.
 
@@ -229,6 +294,9 @@ def live_slider(
         raise TypeError(f"live_slider: fn must be a function, got {type(fn).__name__}")
     if image not in ("svg", "png"):
         raise ValueError(f"live_slider: image={image!r}; use 'svg' or 'png'")
+    if alt is not None and not callable(alt):
+        raise TypeError(f"live_slider: alt must be a function of the same arguments as fn (one sentence per "
+                        f"position), got {type(alt).__name__}")
     slider_pairs = _pairs(values, fmt)
     choice_pairs = _pairs(choices, choice_fmt) if choices is not None else [("", None)]
     start = _index(slider_pairs, value, "value")
@@ -247,13 +315,37 @@ def live_slider(
     def args(i: int, j: int) -> tuple:
         return (slider_pairs[i][1],) if choices is None else (slider_pairs[i][1], choice_pairs[j][1])
 
+    def where(i: int, j: int) -> str:
+        return f"{description}={slider_pairs[i][1]!r}" + (
+            f", {choice_description or 'choice'}={choice_pairs[j][1]!r}" if choices is not None else "")
+
     def compute(i: int, j: int) -> list[dict]:
         try:
-            return capture(fn, args(i, j), image)
+            outputs = capture(fn, args(i, j), image)
         except Exception as err:
-            where = f"{description}={slider_pairs[i][1]!r}" + (
-                f", {choice_description or 'choice'}={choice_pairs[j][1]!r}" if choices is not None else "")
-            raise RuntimeError(f"live_slider: {getattr(fn, '__name__', 'fn')} failed at {where}: {err}") from err
+            raise RuntimeError(f"live_slider: {getattr(fn, '__name__', 'fn')} failed at {where(i, j)}: {err}") from err
+        if not any(o["output_type"] == "display_data" for o in outputs):
+            return outputs
+        if alt is None:
+            if REQUIRE_ALT:
+                raise ValueError(f"live_slider: {getattr(fn, '__name__', 'fn')} draws a figure, so alt= is required: "
+                                 "a function of the same arguments returning one sentence that says what the "
+                                 "picture shows at that position")
+            shown = f"{description} = {slider_pairs[i][0]}" + (
+                f", {choice_description or 'choice'} = {choice_pairs[j][0]}" if choices is not None else "")
+            about = [o["metadata"].get("labs", {}).get("about", "a figure") for o in outputs
+                     if o["output_type"] == "display_data"]
+            return with_alt(outputs, [f"At {shown}: {a}." for a in about])
+        try:
+            sentence = alt(*args(i, j))
+        except Exception as err:
+            raise RuntimeError(f"live_slider: alt failed at {where(i, j)}: {err}") from err
+        sentences = [sentence] if isinstance(sentence, str) else list(sentence) if isinstance(
+            sentence, (list, tuple)) else None
+        if not sentences or not all(isinstance(t, str) and t.strip() for t in sentences):
+            raise ValueError(f"live_slider: alt must return a sentence (or one per figure) at {where(i, j)}, "
+                             f"got {sentence!r}")
+        return with_alt(outputs, sentence)
 
     def static() -> None:
         """No widget frontend: one line, then the start position as a static output."""

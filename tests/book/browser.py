@@ -50,7 +50,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
 
-from tests.book.widget_state import live_sliders
+from labs.classroom.figures import TEXT_KEY, svg_text_sizes
+from tests.book.widget_state import data_url, live_sliders, stored_figure
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -320,15 +321,14 @@ def _image_data(src: str) -> str:
     return data.strip() if head.endswith(";base64") else unquote(data).strip()
 
 
-def _stored_images(outputs: list[dict]) -> list[str]:
-    found = []
-    for out in outputs:
-        data = out.get("data", {})
-        if "image/svg+xml" in data:
-            found.append("".join(data["image/svg+xml"]).strip())
-        elif "image/png" in data:
-            found.append("".join(data["image/png"]).replace("\n", "").strip())
-    return found
+def _stored_images(outputs: list[dict]) -> list[tuple[str, bytes]]:
+    """The figures stored in a slider position's outputs, as ("svg" or "png", bytes)."""
+    return [figure[:2] for out in outputs if (figure := stored_figure(out))]
+
+
+def _shown_images(srcs: list[str]) -> list[tuple[str, bytes]]:
+    """The figures a page shows (their <img> data: URLs), as ("svg" or "png", bytes)."""
+    return [data_url(src) for src in srcs if src.startswith("data:")]
 
 
 def figure_width_pt(data: bytes) -> float | None:
@@ -352,28 +352,69 @@ def _figure_bytes(root: Path, page_url: str, src: str) -> bytes | None:
     return path.read_bytes() if path.is_file() else None
 
 
-def figure_text_problem(name: str, near: str, shown_px: float, width_pt: float, width: str) -> Problem | None:
-    """FIGURE_MIN_PT-point text drawn `shown_px` wide for `width_pt` points: at least FIGURE_TEXT_MIN_PX?"""
-    px = FIGURE_MIN_PT * shown_px / width_pt
+def png_text(data: bytes) -> dict[str, str]:
+    """A PNG's tEXt chunks (keyword: text): matplotlib writes its savefig metadata there."""
+    found, at = {}, 8
+    while at + 8 <= len(data):
+        size, kind = struct.unpack(">I4s", data[at:at + 8])
+        if kind == b"tEXt":
+            key, _, text = data[at + 8:at + 8 + size].partition(b"\0")
+            found[key.decode("latin-1")] = text.decode("latin-1")
+        if kind in (b"IDAT", b"IEND"):
+            break  # matplotlib writes its text chunks before the image data
+        at += 12 + size
+    return found
+
+
+def png_smallest_text_pt(data: bytes) -> float | None:
+    """The smallest text a PNG figure draws, in points, as labs records it (TEXT_KEY; None if not)."""
+    value = png_text(data).get(TEXT_KEY)
+    return float(value) if value else None
+
+
+def smallest_text_pt(data: bytes) -> float | None:
+    """Every text of a figure, measured: an SVG's <text> and <tspan> sizes (text kept as text), or the
+    size a PNG records. None: a PNG that records nothing, or a figure without text."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return png_smallest_text_pt(data)
+    sizes = svg_text_sizes(data.decode("utf-8", "replace"))
+    return min(sizes) if sizes else None
+
+
+def figure_text_problem(name: str, near: str, shown_px: float, width_pt: float, width: str,
+                        smallest_pt: float = FIGURE_MIN_PT) -> Problem | None:
+    """A figure `width_pt` points wide shown `shown_px` wide: is its smallest text (`smallest_pt`
+    points as drawn) at least FIGURE_TEXT_MIN_PX on screen?"""
+    px = smallest_pt * shown_px / width_pt
     if px >= FIGURE_TEXT_MIN_PX - 1e-6:
         return None
-    fit_in = PHONE_COLUMN_PX * FIGURE_MIN_PT / FIGURE_TEXT_MIN_PX / 72
-    return Problem("figure-text", f'{width}: {name} near "{near}": its smallest text ({FIGURE_MIN_PT} pt) is drawn at '
-                                  f"{px:.1f} px (at least {FIGURE_TEXT_MIN_PX:g}): {width_pt / 72:.1f} in wide, shown "
-                                  f"{shown_px:.0f} px wide (for a phone, draw it at most {fit_in:.1f} in wide at "
-                                  f"{FIGURE_MIN_PT} pt text, panels stacked)")
+    fit_in = PHONE_COLUMN_PX * smallest_pt / FIGURE_TEXT_MIN_PX / 72
+    grow = FIGURE_TEXT_MIN_PX * width_pt / shown_px
+    return Problem("figure-text", f'{width}: {name} near "{near}": its smallest text ({smallest_pt:.1f} pt) is drawn '
+                                  f"at {px:.1f} px (at least {FIGURE_TEXT_MIN_PX:g}): {width_pt / 72:.1f} in wide, "
+                                  f"shown {shown_px:.0f} px wide (for a phone, draw it at most {fit_in:.1f} in wide "
+                                  f"at that size, panels stacked, or its smallest text at {grow:.1f} pt)")
 
 
 def check_figure_text(page, root: Path, width: str) -> list[Problem]:
+    """Every figure shown in a cell output (a slider's current one included): its smallest text as
+    shown. SVG figures are measured text by text; PNG figures by the sizes they record."""
     out = []
     for fig in page.evaluate("() => bookCheck.shownFigures()"):
         data = _figure_bytes(root, page.url, fig["src"])
         points = figure_width_pt(data) if data else None
         if not points:
-            out.append(Problem("figure-text", f"{width}: {fig['name']}: cannot tell its size in points "
-                                              "(a PNG without pHYs?)"))
+            out.append(Problem("figure-text", f"{width}: {fig['name']} near \"{fig['near']}\": cannot tell its size "
+                                              "in points (a PNG without pHYs?)"))
             continue
-        problem = figure_text_problem(fig["name"], fig["near"], fig["shown"], points, width)
+        smallest = smallest_text_pt(data)
+        if smallest is None:
+            if data[:8] == b"\x89PNG\r\n\x1a\n":
+                out.append(Problem("figure-text", f"{width}: {fig['name']} near \"{fig['near']}\": the PNG does not "
+                                                  "record its text sizes (run the notebook again: labs' setup() "
+                                                  "records them)"))
+            continue
+        problem = figure_text_problem(fig["name"], fig["near"], fig["shown"], points, width, smallest)
         if problem:
             out.append(problem)
     return out
@@ -424,7 +465,7 @@ def check_sliders(page, html: str) -> tuple[list[str], int]:
             deadline = time.monotonic() + SLIDER_WAIT_S
             while True:
                 if (shown["readout"] == spec.labels[i] and _lines(shown["text"]) == want_text
-                        and [_image_data(s) for s in shown["images"]] == want_images):
+                        and _shown_images(shown["images"]) == want_images):
                     return True
                 if time.monotonic() > deadline:
                     break

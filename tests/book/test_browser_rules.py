@@ -4,6 +4,9 @@ stored images; and the widget state the slider walk reads."""
 
 from __future__ import annotations
 
+import base64
+import html
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,13 +77,68 @@ def test_page_weight_counts_the_html_and_the_images_it_loads(bc, tmp_path):
 
 
 def test_shown_images_compare_with_the_stored_ones(bc):
-    svg = '<svg xmlns="http://www.w3.org/2000/svg"><text>a &amp; b</text></svg>'
+    svg = '<svg xmlns="http://www.w3.org/2000/svg"><text>a &amp; b #1 50%</text></svg>'
     from urllib.parse import quote
 
+    from labs.classroom.sliders import with_alt
+
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n....").decode()
     outputs = [{"output_type": "display_data", "data": {"image/svg+xml": svg}},
-               {"output_type": "display_data", "data": {"image/png": "iVBOR\nw0K"}}]
-    shown = ["data:image/svg+xml," + quote(svg), "data:image/png;base64,iVBORw0K"]
-    assert [bc._image_data(s) for s in shown] == bc._stored_images(outputs)
+               {"output_type": "display_data", "data": {"image/png": png[:6] + "\n" + png[6:]}}]
+    shown = ["data:image/svg+xml," + quote(svg), "data:image/png;base64," + png]
+    assert bc._shown_images(shown) == bc._stored_images(outputs)
+    # live_slider's <img alt> outputs: the page's src (entities decoded, as getAttribute gives it)
+    stored = with_alt([dict(o, metadata={}) for o in outputs], "A figure.")
+    srcs = [html.unescape(re.search(r"src='([^']*)'", o["data"]["text/html"]).group(1)) for o in stored]
+    assert bc._shown_images(srcs) == bc._stored_images(stored) == bc._stored_images(outputs)
+
+
+def drawn(fmt: str, **style):
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from labs.classroom.figures import png_metadata
+
+    with matplotlib.rc_context({"svg.fonttype": "none", "font.size": 11, "axes.formatter.min_exponent": 0, **style}):
+        fig, ax = plt.subplots(figsize=(4, 3))
+        ax.semilogx([0.01, 0.1, 1], [1, 2, 3], label="a line")
+        ax.legend(fontsize=9)
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, metadata=png_metadata(fig) if fmt == "png" else None)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def test_figure_text_is_measured_text_by_text_legends_and_exponents_included(bc):
+    """The issue's case: 11 pt tick labels pass a 10 pt floor, but the legend (9 pt) and the log
+    axis's exponents (0.7 x 11 = 7.7 pt) do not; both SVG and PNG figures say so."""
+    assert bc.smallest_text_pt(drawn("svg")) == pytest.approx(7.7)
+    assert bc.smallest_text_pt(drawn("png")) == pytest.approx(7.7)
+    # decades in digits (setup()'s min_exponent): the legend is then the smallest
+    assert bc.smallest_text_pt(drawn("svg", **{"axes.formatter.min_exponent": 4})) == pytest.approx(9)
+    problem = bc.figure_text_problem("Fig. 4.1", "Temperature", 358, 4 * 72, "390 px", 7.7)
+    assert problem.rule == "figure-text" and "smallest text (7.7 pt) is drawn at 9.6 px" in problem.text
+
+
+def test_a_png_that_records_no_text_sizes_is_not_measured(bc):
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([0, 1])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    assert bc.png_text(buf.getvalue())["Software"].startswith("Matplotlib")
+    assert bc.smallest_text_pt(buf.getvalue()) is None
 
 
 @pytest.mark.parametrize("fmt, dpi", [("png", 100), ("png", 200), ("svg", 72)])

@@ -10,7 +10,10 @@ package builds sliders, it never reads them back.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from urllib.parse import unquote
 
 BOX_CLASS = "labs-live-slider"  # the classes live_slider puts on its box and its stack
 STACK_CLASS = "labs-live-stack"
@@ -38,6 +41,49 @@ class LiveSlider:
 
     def live_only(self, position: int, choice: int = 0) -> bool:
         return self.text(position, choice).startswith(LIVE_ONLY)
+
+
+class _FirstImg(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.attrs: dict[str, str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img" and self.attrs is None:
+            self.attrs = {k: v or "" for k, v in attrs}
+
+
+def img_attributes(markup: str) -> dict[str, str]:
+    """The attributes of the first <img> in some HTML, entities decoded (as a browser reads them)."""
+    parser = _FirstImg()
+    parser.feed(markup)
+    parser.close()
+    return parser.attrs or {}
+
+
+def data_url(src: str) -> tuple[str, bytes]:
+    """A data: URL as ("svg" or "png", its bytes)."""
+    header, _, payload = src.partition(",")
+    kind = "svg" if header.startswith("data:image/svg") else "png"
+    if header.endswith(";base64"):
+        return kind, base64.b64decode("".join(unquote(payload).split()))
+    return kind, unquote(payload).encode()
+
+
+def stored_figure(output: dict) -> tuple[str, bytes, str | None] | None:
+    """A stored figure output as (kind "svg" or "png", its bytes, its alt text): live_slider stores an
+    <img alt> (text/html); a bare image/svg+xml or image/png output has no alt (None)."""
+    data = output.get("data", {})
+    if "text/html" in data:
+        attrs = img_attributes("".join(data["text/html"]))
+        if attrs.get("src", "").startswith("data:image/"):
+            kind, picture = data_url(attrs["src"])
+            return kind, picture, attrs.get("alt")
+    if "image/svg+xml" in data:
+        return "svg", "".join(data["image/svg+xml"]).encode(), None
+    if "image/png" in data:
+        return "png", base64.b64decode("".join(data["image/png"])), None
+    return None
 
 
 def _ref(value: str) -> str:

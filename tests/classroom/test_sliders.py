@@ -10,6 +10,7 @@ the kernel by tests/colab/frontend.py; `make colab-twin` does the same with the 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import importlib.util
 import io
@@ -27,7 +28,8 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from tests.book.widget_state import live_sliders, notebook_live_sliders
+from tests.book import browser as browser_rules
+from tests.book.widget_state import live_sliders, notebook_live_sliders, stored_figure
 from labs.classroom import sliders
 from labs.classroom.sliders import capture, LIVE_ONLY, live_slider, MAX_STORED, NEEDS_A_NOTEBOOK
 
@@ -121,20 +123,88 @@ def draw(steps: int) -> None:
     print("done")
 
 
-@pytest.mark.parametrize("image, mime", [("svg", "image/svg+xml"), ("png", "image/png")])
-def test_figures_are_stored_in_order_as_compact_images(image, mime):
-    box = live_slider(draw, [0, 5, 10], description="steps", image=image)
+def describe_draw(steps: int) -> str:
+    return f"A line rising over {steps + 2} points, after {steps} steps."
+
+
+@pytest.mark.parametrize("image", ["svg", "png"])
+def test_figures_are_stored_in_order_as_compact_images_with_their_alt_text(image):
+    box = live_slider(draw, [0, 5, 10], description="steps", image=image, alt=describe_draw)
     spec = spec_of(box)
     for i, steps in enumerate([0, 5, 10]):
         outs = spec.outputs[(0, i)]
         assert [o["output_type"] for o in outs] == ["stream", "display_data", "stream"]
         assert outs[0]["text"] == f"{steps} steps\n" and outs[2]["text"] == "done\n"
         data = outs[1]["data"]
-        assert mime in data and data["text/plain"] == f"<Figure: after {steps} steps>"
-        assert len(data[mime]) < 60_000
-    svgs = [spec.outputs[(0, i)][1]["data"][mime] for i in range(3)]
-    assert len(set(svgs)) == 3
+        assert set(data) == {"text/html", "text/plain"}  # one <img alt>, and the sentence as its text form
+        assert data["text/plain"] == describe_draw(steps)
+        kind, picture, alt = stored_figure(outs[1])
+        assert kind == image and alt == describe_draw(steps)
+        assert len(data["text/html"]) < 60_000
+        if image == "svg":
+            assert f"after {steps} steps" in picture.decode()  # the SVG's text stays text
+        else:
+            assert picture.startswith(b"\x89PNG")
+    figures = [stored_figure(spec.outputs[(0, i)][1])[1] for i in range(3)]
+    assert len(set(figures)) == 3
     assert plt.get_fignums() == []  # every figure closed, none left for the inline backend
+
+
+def test_the_stored_figure_is_the_one_drawn_byte_for_byte():
+    """The <img>'s data: URL decodes to exactly the SVG (or PNG) matplotlib wrote."""
+    for image in ("svg", "png"):
+        raw = capture(draw, (3,), image)[1]["data"]
+        shown = sliders.with_alt([{"output_type": "display_data", "data": raw, "metadata": {}}], "A line.")[0]
+        kind, picture, alt = stored_figure(shown)
+        want = raw["image/svg+xml"].encode() if image == "svg" else base64.b64decode(raw["image/png"])
+        assert picture == want and alt == "A line."
+
+
+def test_alt_text_is_escaped_and_one_line():
+    shown = sliders.with_alt(capture(draw, (1,), "svg"), 'The "cold" line <below> & the\nwarm one.')
+    kind, _, alt = stored_figure(shown[1])
+    assert alt == 'The "cold" line <below> & the warm one.'
+
+
+def test_alt_is_checked_and_named():
+    with pytest.raises(TypeError, match="alt must be a function"):
+        live_slider(draw, [1], alt="a line")
+    with pytest.raises(ValueError, match=r"alt must return a sentence .* at value=1"):
+        live_slider(draw, [1], alt=lambda steps: "")
+    with pytest.raises(ValueError, match="alt gave 2 sentences for 1 figures"):
+        live_slider(draw, [1], alt=lambda steps: ["one", "two"])
+
+    def broken(steps):
+        raise KeyError("no such run")
+
+    with pytest.raises(RuntimeError, match=r"alt failed at value=1: 'no such run'"):
+        live_slider(draw, [1], alt=broken)
+
+
+def test_without_alt_a_figure_is_described_from_itself_until_alt_is_required(monkeypatch):
+    """The transition: a lesson that does not pass alt yet still runs (its figures get a description
+    from their titles; tests/notebooks/test_rules.py names the cell); with REQUIRE_ALT it is refused."""
+    spec = spec_of(live_slider(draw, [0, 5], description="steps"))
+    assert stored_figure(spec.outputs[(0, 1)][1])[2] == "At steps = 5: a panel titled 'after 5 steps'."
+    monkeypatch.setattr(sliders, "REQUIRE_ALT", True)
+    with pytest.raises(ValueError, match="draw draws a figure, so alt= is required"):
+        live_slider(draw, [0, 5], description="steps")
+    assert spec_of(live_slider(share, TAUS, description="tau"))  # text only: no alt needed
+
+
+def test_a_png_figure_records_its_smallest_text():
+    def small(steps):
+        fig, ax = plt.subplots(figsize=(3, 2))
+        ax.plot([1, 2], label="line")
+        ax.legend(fontsize=7)
+        plt.show()
+
+    kind, picture, _ = stored_figure(capture_with_alt(small, (1,), "png")[0])
+    assert kind == "png" and browser_rules.png_smallest_text_pt(picture) == 7.0
+
+
+def capture_with_alt(fn, args, image):
+    return sliders.with_alt(capture(fn, args, image), "A figure.")
 
 
 def test_svg_keeps_text_as_text():
@@ -200,7 +270,6 @@ def load_executor():
 def test_make_outputs_stores_every_position_in_the_notebook(tmp_path):
     """`make outputs` (tests/notebooks/execute.py) keeps the widget state the book embeds."""
     cell = (
-        "# NBVAL_IGNORE_OUTPUT\n"
         "import matplotlib.pyplot as plt\n"
         "from labs.classroom.sliders import live_slider\n"
         "def show(t, g):\n"
@@ -251,7 +320,8 @@ def test_with_no_frontend_one_line_then_the_start_position(monkeypatch, capsys):
     assert result is None
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == f"This slider {NEEDS_A_NOTEBOOK} to move (a notebook with widgets); showing steps = 5, run = b."
-    assert printed[1:] == ["5 steps", "<Figure: after 5 steps>", "done"]  # the figure, as text: no display here
+    # the figure, as its description: no display here
+    assert printed[1:] == ["5 steps", "At steps = 5, run = b: a panel titled 'after 5 steps'.", "done"]
     assert plt.get_fignums() == []
 
 
@@ -356,7 +426,8 @@ def test_ipywidgets_7_in_a_kernel_redraws_one_output_from_python():
     assert s.checked == 1 + 4 + 3 and s.changed >= 5  # start, 4 slider moves, 3 choice moves
     shown = client.widget_state[s.shown]["outputs"]
     assert [o["output_type"] for o in shown] == ["stream", "display_data"]
-    assert shown[0]["text"] == "a: 5 steps\n" and "image/svg+xml" in shown[1]["data"]
+    assert shown[0]["text"] == "a: 5 steps\n" and stored_figure(shown[1])[0] == "svg"
+    assert stored_figure(shown[1])[2] == "At steps = 5, run = a: a panel titled 'a after 5'."  # its alt text
     # the 6 distinct positions visited, once each (kept), plus fn afresh for each of the 7 checks
     assert calls == 6 + s.checked
 
@@ -381,6 +452,6 @@ def test_a_kernel_without_widget_comms_shows_the_start_position():
     assert text == (f"This slider {NEEDS_A_NOTEBOOK} to move (a notebook with widgets); showing steps = 5, run = a.\n"
                     "a: 5 steps\n")
     figures = [o for o in outs if o["output_type"] == "display_data"]
-    assert len(figures) == 1 and "image/svg+xml" in figures[0]["data"]  # the static figure
+    assert len(figures) == 1 and stored_figure(figures[0])[0] == "svg"  # the static figure, with its alt
     assert not [o for o in outs if o["output_type"] == "execute_result"]  # None: nothing else shown
     assert calls == 1  # only the start position was computed

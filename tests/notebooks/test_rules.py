@@ -235,3 +235,206 @@ def test_figure_text_is_at_least_the_floor_at_100_dpi(path):
     for i, text in code:
         small = small_fonts(text, FIGURE_MIN_PT)
         assert not small, f"{path.name} cell {i}: figure text below {FIGURE_MIN_PT} pt: {small}"
+
+
+# ---- exercises and sliders for every reader (issue 32; COMMON interfaces 3 and 4) -------------------
+# A phone shows about 44 characters of 12 px monospace in the 322 px code box at 390 px: an exercise
+# cell's lines stay within EXERCISE_LINE_MAX, and what to put where is said in the prose above it.
+EXERCISE_LINE_MAX = 40
+CHECK_CALL = re.compile(r"\bcheck_\w+\(")
+REMOVE_OUTPUT = "remove-output"
+PLACEHOLDER = re.compile(r"^(\w+) = None\b|^def (\w+)\(", re.M)
+
+
+def exercise_problems(cells: list[dict], name: str) -> list[str]:
+    """Each exercise cell (the code the reader edits, or the cell that calls a check_*): its lines fit a
+    phone, the prose above names what to replace, and a check's cell hides its stored output."""
+    problems = []
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "code":
+            continue
+        src = source(cell)
+        edits = i in exercise_cells({"cells": cells})
+        checks = bool(CHECK_CALL.search(src))
+        if not (edits or checks):
+            continue
+        long = [line for line in src.splitlines() if len(line) > EXERCISE_LINE_MAX]
+        if long:
+            problems.append(f"{name} cell {i}: {len(long)} line(s) over {EXERCISE_LINE_MAX} characters in an exercise "
+                            f"cell (a phone shows about 44), e.g. {long[0]!r} ({len(long[0])}): say it in the prose")
+        if checks and REMOVE_OUTPUT not in cell.get("metadata", {}).get("tags", []):
+            problems.append(f"{name} cell {i}: calls a check but lacks the tag {REMOVE_OUTPUT!r} (the static book "
+                            "would show 'Not answered yet')")
+        if edits:
+            above = next((source(c) for c in reversed(cells[:i]) if c["cell_type"] == "markdown"), "")
+            names = {n for pair in PLACEHOLDER.findall(src) for n in pair if n} | {"None"}
+            if not any(f"`{n}`" in above for n in names):
+                problems.append(f"{name} cell {i}: the prose above does not say what to put where (name "
+                                f"{' or '.join(f'`{n}`' for n in sorted(names))} in the cell above)")
+    return problems
+
+
+def test_the_exercise_rules_can_fail():
+    def cell(kind, text, tags=()):
+        return {"cell_type": kind, "source": [text], "metadata": {"tags": list(tags)}}
+
+    good = [cell("markdown", "What is the loss? Put it in place of `None` below."),
+            cell("code", "answer = None  # the loss\nok = check_loss(answer)", [REMOVE_OUTPUT])]
+    assert exercise_problems(good, "nb") == []
+    bad = [cell("markdown", "What is the loss?"),
+           cell("code", "answer = None  # replace None with a temperature, for example 0.5\nok = check_loss(answer)")]
+    found = exercise_problems(bad, "nb")
+    assert len(found) == 3
+    assert "1 line(s) over 40 characters" in found[0] and "lacks the tag 'remove-output'" in found[1]
+    assert "does not say what to put where" in found[2]
+    func = [cell("markdown", "Write `my_pull`: move a and b towards each other."),
+            cell("code", "def my_pull(a, b, rate):\n    # your code\n    return None\n\n\nok = check_pull(my_pull)",
+                 [REMOVE_OUTPUT])]
+    assert exercise_problems(func, "nb") == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_exercise_cells_read_on_a_phone_and_hide_their_checks_output(path):
+    problems = exercise_problems(load(path)["cells"], path.name)
+    assert not problems, "\n".join(problems)
+
+
+def _stored_figure(out: dict):
+    from tests.book.widget_state import stored_figure
+
+    return stored_figure(out)
+
+
+def slider_problems(nb: dict, name: str) -> list[str]:
+    """Each live_slider cell is tagged nbval-ignore-output, and a slider that draws passes `alt=`:
+    every figure it stores has alt text, and the text changes with the picture."""
+    from tests.book.widget_state import live_sliders
+
+    state = nb.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    specs = {s.model_id: s for s in live_sliders(state)}
+    problems = []
+    for i, cell in enumerate(nb["cells"]):
+        src = source(cell)
+        if cell["cell_type"] != "code" or "live_slider(" not in src:
+            continue
+        if IGNORE_TAG not in cell.get("metadata", {}).get("tags", []):
+            problems.append(f"{name} cell {i}: a slider cell without the tag {IGNORE_TAG!r}")
+        views = [out["data"]["application/vnd.jupyter.widget-view+json"].get("model_id")
+                 for out in cell.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in out.get("data", {})]
+        for spec in (specs[v] for v in views if v in specs):
+            shown = [(_stored_figure(o), pos) for pos, outs in spec.outputs.items() for o in outs
+                     if o["output_type"] == "display_data"]
+            figures = [(f, pos) for f, pos in shown if f]
+            if not figures:
+                continue
+            if not re.search(r"\balt\s*=", src):
+                problems.append(f"{name} cell {i}: live_slider draws a figure but is not given alt= (a function "
+                                "returning one sentence about the picture at each position)")
+                continue
+            bare = [pos for f, pos in figures if not (f[2] or "").strip()]
+            if bare:
+                problems.append(f"{name} cell {i}: {len(bare)} stored figure(s) without alt text (run the notebook "
+                                "again)")
+            alts = {f[2] for f, _ in figures}
+            if len({f[1] for f, _ in figures}) > 1 and len(alts) == 1:
+                problems.append(f"{name} cell {i}: every position's figure has the same alt text {alts.pop()!r}: say "
+                                "what the picture shows at that position")
+    return problems
+
+
+def test_the_slider_rules_can_fail():
+    from labs.classroom.sliders import with_alt
+
+    svg = {"image/svg+xml": "<svg><text style='font-size: 11px'>a</text></svg>"}
+    other = {"image/svg+xml": "<svg><text style='font-size: 11px'>b</text></svg>"}
+
+    def notebook(src, tags, figures):
+        kids = {f"o{k}": {"model_name": "OutputModel", "state": {"outputs": outs}} for k, outs in enumerate(figures)}
+        state = {"box": {"model_name": "VBoxModel", "state": {"_dom_classes": ["labs-live-slider"],
+                                                               "children": ["IPY_MODEL_s", "IPY_MODEL_st"]}},
+                 "s": {"model_name": "SelectionSliderModel", "state": {"_options_labels": ["1", "2"], "index": 0}},
+                 "st": {"model_name": "StackModel", "state": {"children": [f"IPY_MODEL_{k}" for k in kids]}}, **kids}
+        view = {"output_type": "display_data", "data": {"application/vnd.jupyter.widget-view+json": {
+            "model_id": "box"}}}
+        return {"cells": [{"cell_type": "code", "source": [src], "metadata": {"tags": tags}, "outputs": [view]}],
+                "metadata": {"widgets": {"application/vnd.jupyter.widget-state+json": {"state": state}}}}
+
+    def fig(data, alt=None):
+        out = {"output_type": "display_data", "data": data, "metadata": {}}
+        return with_alt([out], alt)[0] if alt else out
+
+    good = notebook("live_slider(show, [1, 2], alt=describe)", [IGNORE_TAG],
+                    [[fig(svg, "At 1 the line is flat.")], [fig(other, "At 2 the line rises.")]])
+    assert slider_problems(good, "nb") == []
+    untagged = notebook("live_slider(show, [1, 2])", [], [[fig(svg)], [fig(other)]])
+    found = slider_problems(untagged, "nb")
+    assert len(found) == 2 and "without the tag" in found[0] and "is not given alt=" in found[1]
+    same = notebook("live_slider(show, [1, 2], alt=describe)", [IGNORE_TAG],
+                    [[fig(svg, "A line.")], [fig(other, "A line.")]])
+    assert "the same alt text 'A line.'" in slider_problems(same, "nb")[0]
+    bare = notebook("live_slider(show, [1, 2], alt=describe)", [IGNORE_TAG], [[fig(svg)], [fig(other, "b")]])
+    assert "1 stored figure(s) without alt text" in slider_problems(bare, "nb")[0]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_slider_cells_are_tagged_and_describe_their_figures(path):
+    problems = slider_problems(load(path), path.name)
+    assert not problems, "\n".join(problems)
+
+
+def stored_figure_text(nb: dict) -> list[tuple[int | str, float | None]]:
+    """The smallest text of every figure a notebook stores, in points: its cells' PNGs (as setup()
+    records them) and its sliders' figures (SVG text by text, PNG as recorded). None: not recorded."""
+    import base64
+
+    from tests.book.browser import smallest_text_pt
+    from tests.book.widget_state import live_sliders
+
+    found: list[tuple[int | str, float | None]] = []
+    for i, cell in enumerate(nb["cells"]):
+        for out in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
+            if "image/png" in out.get("data", {}):
+                found.append((i, smallest_text_pt(base64.b64decode("".join(out["data"]["image/png"])))))
+    state = nb.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    for n, spec in enumerate(live_sliders(state), 1):
+        for (j, k), outs in sorted(spec.outputs.items()):
+            for out in outs:
+                figure = _stored_figure(out) if out["output_type"] == "display_data" else None
+                if figure:
+                    found.append((f"slider {n} position {spec.labels[k]}", smallest_text_pt(figure[1])))
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_every_stored_figure_draws_its_text_at_the_floor_or_more(path):
+    """Measured in the stored figures themselves, so legends, annotations and log-axis exponents
+    (drawn at 0.7 of the tick labels) count too; code alone cannot show those."""
+    small = [(where, pt) for where, pt in stored_figure_text(load(path)) if pt is not None and pt < FIGURE_MIN_PT - 1e-6]
+    unknown = sorted({where for where, pt in stored_figure_text(load(path)) if pt is None and isinstance(where, int)})
+    assert not small, f"{path.name}: figure text below {FIGURE_MIN_PT} pt: " + ", ".join(
+        f"{'cell ' if isinstance(w, int) else ''}{w}: {pt:.1f} pt" for w, pt in small[:12])
+    assert not unknown, (f"{path.name}: the PNG figures of cells {unknown} do not record their text sizes: run the "
+                         "notebook again (labs' setup() records them)")
+
+
+def test_the_stored_figure_text_rule_can_fail():
+    import base64
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from labs.classroom.figures import png_metadata
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.semilogx([0.01, 1], [0, 1])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata=png_metadata(fig))
+    plt.close(fig)
+    png = base64.b64encode(buf.getvalue()).decode()
+    nb = {"cells": [{"cell_type": "code", "source": [], "metadata": {},
+                     "outputs": [{"output_type": "display_data", "data": {"image/png": png}}]}], "metadata": {}}
+    ((where, pt),) = stored_figure_text(nb)
+    assert where == 0 and pt < FIGURE_MIN_PT  # the exponents of the log axis, at 0.7 of the tick labels
