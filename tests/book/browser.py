@@ -64,6 +64,10 @@ FLAGS = [
     "--disable-sync",
 ]
 MEASURE_JS = (Path(__file__).parent / "measure.js").read_text(encoding="utf-8")
+# axe-core from the npm lock (make vendor installs it): run in each page by the check, never part of the book.
+AXE_JS = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
+AXE_FAIL = ("critical", "serious")  # impacts that fail a page; moderate and minor are left to judgement
+TAB_LIMIT = 9  # Tab presses from a slider's section heading to its handle ("under 10")
 # Raised by the theme's own scripts (sphinx-thebe declares it twice), not by our assets.
 KNOWN_CONSOLE = [re.compile(r"Identifier 'THEBE_JS_URL' has already been declared")]
 SKIP_PAGES = {"genindex.html", "search.html"}
@@ -465,7 +469,7 @@ def check_sliders(page, html: str) -> tuple[list[str], int]:
             deadline = time.monotonic() + SLIDER_WAIT_S
             while True:
                 if (shown["readout"] == spec.labels[i] and _lines(shown["text"]) == want_text
-                        and _shown_images(shown["images"]) == want_images):
+                        and _shown_images(shown["images"]) == want_images and shown["valuetext"] == spec.labels[i]):
                     return True
                 if time.monotonic() > deadline:
                     break
@@ -475,6 +479,9 @@ def check_sliders(page, html: str) -> tuple[list[str], int]:
                                                       else "")
             if shown["readout"] != spec.labels[i]:
                 problems.append(f"{name}: {how}, the readout shows {shown['readout']!r}, expected {spec.labels[i]!r}")
+            elif shown["valuetext"] != spec.labels[i]:
+                problems.append(f"{name}: {how}, its handle announces {shown['valuetext']!r} (aria-valuetext), not the "
+                                f"value shown, {spec.labels[i]!r}")
             elif _lines(shown["text"]) != want_text:
                 got = " / ".join(_lines(shown["text"]))[:120]
                 problems.append(f"{name}: {how}, at {where} the page shows {got!r}, not the stored output "
@@ -542,9 +549,127 @@ def measure_width(page, root: Path, width: str) -> list[Problem]:
         found += mermaid_text_problems(page.evaluate("() => bookCheck.mermaidText()"), width)
         found += math_size_problems(page.evaluate("() => bookCheck.mathSizes()"), width)
         found += check_figure_text(page, root, width)
+        found += [Problem(p["rule"], f"{width}: {p['text']}")
+                  for p in page.evaluate("phone => bookCheck.readers(phone)", width == "390 px")]
     finally:
         page.evaluate("() => bookCheck.restoreDetails()")
     return found
+
+
+# ---- every reader: axe-core, the drawers, the keyboard ---------------------------------------
+
+
+def axe_problems(violations: list[dict], width: str) -> list[Problem]:
+    """axe-core's critical and serious violations, one problem per rule, naming its elements."""
+    out = []
+    for v in violations:
+        if v.get("impact") not in AXE_FAIL:
+            continue
+        nodes = v.get("nodes", [])
+        shown = "; ".join(" ".join(map(str, n.get("target", []))) + (f' ("{n["html"][:60]}")' if n.get("html") else "")
+                          for n in nodes[:4])
+        more = f" and {len(nodes) - 4} more" if len(nodes) > 4 else ""
+        out.append(Problem("axe", f"{width}: {v['impact']} {v['id']} ({v.get('help', '')}): {len(nodes)} element(s): "
+                                  f"{shown}{more}"))
+    return out
+
+
+def check_axe(page, width: str) -> list[Problem]:
+    """axe-core on the page as it is now (injected for the check only)."""
+    if not page.evaluate("() => !!window.axe"):
+        page.add_script_tag(content=AXE_JS.read_text(encoding="utf-8"))
+    violations = page.evaluate("""async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+        .map(v => ({id: v.id, impact: v.impact, help: v.help,
+                    nodes: v.nodes.map(n => ({target: n.target, html: n.html}))}))""")
+    return axe_problems(violations, width)
+
+
+def drawer_problems(before: dict, after: dict, lessons: int, width: str, what: str = "contents") -> list[Problem]:
+    """The contents drawer: a visible button, and after pressing it the lesson list is shown (on a
+    phone, in the drawer; wider, the sidebar the button hides and shows again)."""
+    if not before["primaryButtons"]:
+        return [Problem("drawer", f"{width}: no visible button opens the {what} (the lesson list)")]
+    if after["lessons"] < lessons:
+        return [Problem("drawer", f"{width}: after pressing the {what} button, {after['lessons']} of the {lessons} "
+                                  f"lessons are listed (dialogs open: {after['open'] or 'none'})")]
+    return []
+
+
+def check_drawers(page, width: str, lessons: int) -> list[Problem]:
+    """Press the contents button (and, where the page has an outline that is not shown, the outline
+    button): the lesson list, and the outline, must show."""
+    problems: list[Problem] = []
+    before = page.evaluate("() => bookCheck.navShown()")
+    button = page.locator("button.primary-toggle:visible").first
+    if not before["primaryButtons"]:
+        return drawer_problems(before, before, lessons, width)
+    if width == "1280 px" and before["lessons"] >= lessons:  # the sidebar shows the list: the button hides it
+        button.click()
+        settle(page)
+        hidden = page.evaluate("() => bookCheck.navShown()")
+        button.click()
+        settle(page)
+        after = page.evaluate("() => bookCheck.navShown()")
+        if hidden["lessons"] == after["lessons"]:
+            problems.append(Problem("drawer", f"{width}: the contents button neither hides nor shows the lesson list"))
+    else:
+        button.click()
+        try:
+            page.wait_for_function("n => bookCheck.navShown().lessons >= n", arg=lessons, timeout=3000)
+        except Exception:
+            pass
+        after = page.evaluate("() => bookCheck.navShown()")
+        page.keyboard.press("Escape")
+        settle(page)
+    problems += drawer_problems(before, after, lessons, width)
+    now = page.evaluate("() => bookCheck.navShown()")
+    if now["hasOutline"] and not now["outline"]:
+        if not now["secondaryButtons"]:
+            problems.append(Problem("drawer", f"{width}: the page outline is not shown and no visible button opens it"))
+        else:
+            page.locator("button.secondary-toggle:visible").first.click()
+            try:
+                page.wait_for_function("() => bookCheck.navShown().outline > 0", timeout=3000)
+            except Exception:
+                problems.append(Problem("drawer", f"{width}: the outline button does not show the page outline"))
+            page.keyboard.press("Escape")
+            settle(page)
+    return problems
+
+
+def tab_problems(counts: list[dict]) -> list[Problem]:
+    """Each slider reached from the heading above it within TAB_LIMIT Tab presses."""
+    out = []
+    for c in counts:
+        if c["tabs"] is None:
+            out.append(Problem("keyboard", f'1280 px: live slider {c["n"] + 1} under "{c["heading"]}": not reached in '
+                                           f'{c["limit"]} Tabs from its heading (focus stopped at {c["at"]})'))
+        elif c["tabs"] > TAB_LIMIT:
+            out.append(Problem("keyboard", f'1280 px: live slider {c["n"] + 1} under "{c["heading"]}": {c["tabs"]} Tabs '
+                                           f"from its heading (at most {TAB_LIMIT})"))
+    return out
+
+
+def tab_counts(page, limit: int = 30) -> list[dict]:
+    """For each live slider: how many Tab presses take the focus from its section heading (focused as a
+    reader arriving from the outline starts there) to its handle or its first step button; None
+    where `limit` presses do not."""
+    counts = []
+    for s in page.evaluate("() => bookCheck.sliderHeadings()"):
+        entry = {"n": s["n"], "heading": s["heading"], "tabs": None, "at": "", "limit": limit}
+        if page.evaluate("n => bookCheck.focusHeadingOf(n)", s["n"]):
+            for tabs in range(1, limit + 1):
+                page.keyboard.press("Tab")
+                state = page.evaluate("n => bookCheck.focusIn(n)", s["n"])
+                if state["onHandle"]:
+                    entry["tabs"] = tabs
+                    break
+                entry["at"] = state["at"]
+        else:
+            entry["at"] = "no heading above it"
+        counts.append(entry)
+    page.evaluate("() => { if (document.activeElement) document.activeElement.blur(); window.scrollTo(0, 0); }")
+    return counts
 
 
 @dataclass
@@ -647,28 +772,72 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
     problems += [Problem("glossary", f"1280 px: {p}")
                  for p in check_glossary_links(root, page.evaluate("() => bookCheck.glossaryLinks()"), url)]
 
+    tabs = tab_counts(page)
+    problems += tab_problems(tabs)
+    lessons = len([p for p in (root / "notebooks").glob("*.html")]) if (root / "notebooks").is_dir() else 0
     name = rel.replace("/", "__").removesuffix(".html")
     for width, (w, h) in WIDTHS.items():
         if w != DESKTOP[0]:
             page.set_viewport_size({"width": w, "height": h})
             settle(page)
         problems += measure_width(page, root, width)
+        problems += check_axe(page, width)
         if shots:
             page.evaluate("() => window.scrollTo(0, 0)")
             page.screenshot(path=str(shots / f"{name}-{'desktop' if w == DESKTOP[0] else 'phone'}.png"),
                             full_page=True)
+        problems += check_drawers(page, width, lessons)
 
     hard("console", [f"console error: {m[:200]}" for m in console if not any(k.search(m) for k in KNOWN_CONSOLE)])
     hard("network", [f"tried to reach the network: {u}" for u in sorted(set(outside))])
     hard("requests", [f"failed request: {u}" for u in sorted(set(failed))])
     summary = (f"math {'yes' if has_math else 'no'}, mermaid {mermaid}, widgets {views}, "
-               f"slider positions checked {positions}")
+               f"slider positions checked {positions}"
+               + (f", Tabs from heading to slider {[t['tabs'] for t in tabs]}" if tabs else ""))
     return PageResult(problems, summary)
 
 
 # ---- page weights ------------------------------------------------------------------------
 
 IMG_RE = re.compile(r'<img[^>]+src="([^"]+)"')
+ASSET_RE = re.compile(r'<script[^>]+src="([^"]+)"|<link[^>]+rel="stylesheet"[^>]+href="([^"]+)"'
+                      r'|<link[^>]+href="([^"]+)"[^>]+rel="stylesheet"')
+# Scripts a page must not load: the theme's icon script (the icons are CSS: book/_ext/course_icons.py)
+# anywhere, and the widget runtime where the page has no widget.
+ICON_SCRIPT = "scripts/fontawesome.js"
+WIDGET_RUNTIME = "widgets/embed-amd.js"
+
+
+def page_assets(root: Path, path: Path) -> dict[str, int]:
+    """The book's files a page names as scripts and stylesheets (its <script src> and stylesheet
+    <link>s), with their sizes: what a first visit fetches besides the page and its images
+    (fonts, and what the scripts load later, aside)."""
+    found = {}
+    for groups in ASSET_RE.findall(path.read_text(errors="replace")):
+        src = next(g for g in groups if g)
+        url = urlparse(src)
+        if url.scheme or url.netloc:
+            continue
+        target = (path.parent / unquote(url.path)).resolve()
+        if target.is_file() and root in target.parents:
+            found[target.relative_to(root).as_posix()] = target.stat().st_size
+    return found
+
+
+def asset_problems(root: Path, pages: list[Path]) -> list[Problem]:
+    """No page loads the 1.45 MB icon script, and only a page with widgets loads the widget runtime."""
+    out = []
+    for path in pages:
+        rel = path.relative_to(root).as_posix()
+        assets = page_assets(root, path)
+        icons = [a for a in assets if a.endswith(ICON_SCRIPT)]
+        if icons:
+            out.append(Problem("weight", f"{rel} loads {icons[0]} ({assets[icons[0]] / 1e6:.2f} MB) for its icons"))
+        runtime = [a for a in assets if a.endswith(WIDGET_RUNTIME)]
+        if runtime and "application/vnd.jupyter.widget-view+json" not in path.read_text(errors="replace"):
+            out.append(Problem("weight", f"{rel} loads the widget runtime ({assets[runtime[0]] / 1e6:.2f} MB) but "
+                                         "shows no widget"))
+    return out
 
 
 def page_weights(root: Path, pages: list[Path]) -> dict:
@@ -684,7 +853,11 @@ def page_weights(root: Path, pages: list[Path]) -> dict:
                 total += image.stat().st_size
         weights[path.relative_to(root).as_posix()] = total
     book = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
-    return {"pages": weights, "total_bytes": book, "page_limit_bytes": PAGE_LIMIT, "book_limit_bytes": BOOK_LIMIT}
+    # with the scripts and stylesheets each page names (reported, not limited: asset_problems says
+    # what no page may load)
+    fetched = {rel: size + sum(page_assets(root, root / rel).values()) for rel, size in weights.items()}
+    return {"pages": weights, "total_bytes": book, "page_limit_bytes": PAGE_LIMIT, "book_limit_bytes": BOOK_LIMIT,
+            "with_scripts_and_styles": fetched}
 
 
 def weight_problems(weights: dict) -> list[Problem]:

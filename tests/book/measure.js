@@ -256,7 +256,12 @@ window.bookCheck = (() => {
     const stack = box.querySelector('.labs-live-stack');
     const readout = box.querySelector('.widget-readout');
     const images = [...stack.querySelectorAll('img')].map(i => i.getAttribute('src') || '');
-    return {readout: readout ? readout.textContent.trim() : '', text: stack.innerText, images};
+    const handle = box.querySelector('.noUi-handle');
+    const live = box.querySelector('[aria-live]');
+    return {readout: readout ? readout.textContent.trim() : '', text: stack.innerText, images,
+            valuetext: handle ? (handle.getAttribute('aria-valuetext') || '').trim() : '',
+            alts: [...stack.querySelectorAll('img')].filter(i => i.offsetParent !== null).map(i => i.getAttribute('alt') || ''),
+            announced: live ? live.textContent : ''};
   };
 
   // After a change (a wider or narrower window, opened answers): two frames, and the transitions
@@ -270,9 +275,148 @@ window.bookCheck = (() => {
     await frame();
   };
 
-  const openDetails = () => document.querySelectorAll('details').forEach(d => { d.dataset.wasOpen = d.open; d.open = true; });
-  const restoreDetails = () => document.querySelectorAll('details').forEach(d => { d.open = d.dataset.wasOpen === 'true'; });
+  // Every <details> opened, and every dropdown admonition (sphinx-togglebutton hides its body with
+  // the class toggle-hidden): an answer or a worked solution is read opened.
+  const openDetails = () => {
+    document.querySelectorAll('details').forEach(d => { d.dataset.wasOpen = d.open; d.open = true; });
+    document.querySelectorAll('.toggle-hidden').forEach(e => { e.dataset.wasHidden = ''; e.classList.remove('toggle-hidden'); });
+  };
+  const restoreDetails = () => {
+    document.querySelectorAll('details').forEach(d => { d.open = d.dataset.wasOpen === 'true'; });
+    document.querySelectorAll('[data-was-hidden]').forEach(e => { e.classList.add('toggle-hidden'); delete e.dataset.wasHidden; });
+  };
+
+  // ---- every reader (issue 32): keyboard, screen reader, phone ---------------------------------
+
+  const mathName = c => words(c.querySelector('mjx-assistive-mml') ? c.querySelector('mjx-assistive-mml').textContent
+                                                                    : c.textContent, 40);
+  const nameOf = el => {
+    const by = el.getAttribute('aria-labelledby');
+    if (by) return squash(by.split(/\s+/).map(id => (document.getElementById(id) || {}).textContent || '').join(' '));
+    return squash(el.getAttribute('aria-label') || el.getAttribute('title') || '');
+  };
+
+  // Rules that read the page as it is; each {rule, text}. At 390 px (phone) also what a finger and
+  // a narrow column need.
+  const readers = phone => {
+    const article = articleOf();
+    if (!article) return [];
+    const out = [];
+    const focusable = [...document.querySelectorAll('mjx-container[tabindex]')]
+      .filter(c => parseInt(c.getAttribute('tabindex'), 10) >= 0);
+    if (focusable.length) {
+      out.push({rule: 'equation-focus', text: `${focusable.length} equation(s) are tab stops, the first "${mathName(focusable[0])}" `
+               + `near "${near(focusable[0], article)}" (MathJax's inTabOrder: false)`});
+    }
+    article.querySelectorAll('.labs-live-slider').forEach((box, n) => {
+      const handle = box.querySelector('.noUi-handle');
+      const readout = box.querySelector('.widget-readout');
+      if (!handle || !shown(handle)) return;
+      const where = `live slider ${n + 1} near "${near(box, article)}"`;
+      const name = nameOf(handle);
+      const value = squash(readout ? readout.textContent : '');
+      if (!name) out.push({rule: 'slider-name', text: `${where}: its handle has no name (aria-label)`});
+      if (squash(handle.getAttribute('aria-valuetext')) !== value) {
+        out.push({rule: 'slider-name', text: `${where}: its handle announces "${handle.getAttribute('aria-valuetext')}", `
+                 + `not the value shown, "${value}" (aria-valuetext)`});
+      }
+      if (!box.querySelector('[aria-live]')) {
+        out.push({rule: 'slider-name', text: `${where}: nothing announces what changes when it moves (aria-live)`});
+      }
+      if (phone) {
+        const track = handle.closest('.slider-container') || handle.closest('.noUi-target');
+        const stops = Math.round(parseFloat(handle.getAttribute('aria-valuemax')) - parseFloat(handle.getAttribute('aria-valuemin')));
+        const px = track ? track.getBoundingClientRect().width / Math.max(stops, 1) : 0;
+        const steps = [...box.querySelectorAll('.course-step')].filter(shown).length;
+        if (stops > 0 && px < 11 && steps < 2) {
+          out.push({rule: 'slider-stops', text: `${where}: ${stops + 1} stops on a ${Math.round(px * stops)} px track, `
+                   + `${px.toFixed(1)} px a stop (at least 11 for a finger), and no step buttons`});
+        }
+      }
+    });
+    const text = [...article.querySelectorAll('*')].filter(e => !e.closest('script, style'))
+      .flatMap(e => [...e.childNodes].filter(t => t.nodeType === 3 && /Not answered yet/.test(t.nodeValue)).map(() => e));
+    if (text.length) {
+      out.push({rule: 'unanswered', text: `${text.length} "Not answered yet" output(s), the first near "${near(text[0], article)}" `
+               + `(tag the check's cell remove-output)`});
+    }
+    if (phone) {
+      const exercise = /\bcheck_\w+\(|^\s*\w+ = None\b|# your code/m;
+      for (const pre of article.querySelectorAll('.cell_input pre')) {
+        if (!shown(pre) || !exercise.test(pre.textContent) || pre.scrollWidth <= pre.clientWidth + 1) continue;
+        const line = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+        out.push({rule: 'exercise-cut', text: `exercise cell near "${near(pre, article)}" is cut at the column's edge `
+                 + `(${pre.scrollWidth} px in ${pre.clientWidth}): "${line.trim().slice(0, 60)}" (${line.length} characters; `
+                 + `at most 40, the instruction in the prose above)`});
+      }
+      const a = getComputedStyle(article);
+      const column = Math.round(article.clientWidth - parseFloat(a.paddingLeft) - parseFloat(a.paddingRight));
+      for (const box of article.querySelectorAll('.dropdown.admonition, details.admonition')) {
+        if (!shown(box)) continue;
+        const style = getComputedStyle(box);
+        const inner = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+        if (inner < 0.9 * column) {
+          const title = box.querySelector('.admonition-title, summary');
+          out.push({rule: 'solution-width', text: `"${words(title ? title.textContent : '', 40)}" near "${near(box, article)}" `
+                   + `opened shows its content ${Math.round(inner)} px wide in a ${column} px column (at least 90%)`});
+        }
+      }
+    }
+    return out;
+  };
+
+  // The live sliders in page order, each with the heading above it: for the Tab count.
+  const sliderHeadings = () => {
+    const article = articleOf();
+    if (!article) return [];
+    return [...article.querySelectorAll('.labs-live-slider')].map((box, n) => {
+      const headings = [...article.querySelectorAll('h2, h3')]
+        .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING);
+      const h = headings[headings.length - 1];
+      box.dataset.checkSlider = String(n);
+      return {n, heading: h ? words(h.textContent, 50) : ''};
+    });
+  };
+  // Focus the link in the heading above slider n (a keyboard reader who jumped to that section).
+  const focusHeadingOf = n => {
+    const article = articleOf();
+    const box = article.querySelector(`[data-check-slider="${n}"]`);
+    const headings = [...article.querySelectorAll('h2, h3')]
+      .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING);
+    // The heading itself, as a reader arriving from the outline (or a skip link) starts there.
+    const h = headings[headings.length - 1];
+    if (!h) return false;
+    if (!h.hasAttribute('tabindex')) h.setAttribute('tabindex', '-1');
+    h.focus();
+    return document.activeElement === h;
+  };
+  const focusIn = n => {
+    const box = document.querySelector(`[data-check-slider="${n}"]`);
+    const el = document.activeElement;
+    return {onHandle: !!(box && el && box.contains(el) && el.matches('.noUi-handle, .course-step')),
+            at: el ? `${el.tagName.toLowerCase()}${el.className && typeof el.className === 'string' ? '.' + el.className.split(' ')[0] : ''} `
+                     + `"${words(el.innerText || el.getAttribute('aria-label') || '', 30)}"` : ''};
+  };
+
+  // The lesson list and the outline: which links a reader can see now (in the page or a drawer).
+  const navShown = () => {
+    const visible = a => {  // laid out, on screen, not hidden (the theme slides a hidden sidebar away)
+      const r = a.getBoundingClientRect();
+      return a.offsetParent !== null && r.width > 0 && r.right > 0 && r.left < window.innerWidth
+        && getComputedStyle(a).visibility !== 'hidden' && !a.closest('.pst-sidebar-hidden');
+    };
+    const lessons = [...document.querySelectorAll('.bd-docs-nav a')].filter(visible)
+      .filter(a => /^\s*\d+\.\s/.test(a.textContent));
+    const outline = [...document.querySelectorAll('.bd-toc a, .page-toc a, #pst-page-navigation-heading-2 ~ * a')]
+      .filter(visible);
+    const open = [...document.querySelectorAll('dialog[open]')].map(d => d.id);
+    const buttons = sel => [...document.querySelectorAll(sel)].filter(b => b.offsetParent !== null && b.getBoundingClientRect().width > 0).length;
+    return {lessons: lessons.length, outline: outline.length, open,
+            hasOutline: document.querySelectorAll('#pst-secondary-sidebar a, #pst-secondary-sidebar-modal a').length > 0,
+            primaryButtons: buttons('button.primary-toggle'), secondaryButtons: buttons('button.secondary-toggle')};
+  };
 
   return {cut, legibility, mermaidText, mathSizes, blocks, shownFigures, unnumberedFigures, glossaryLinks,
-          markSliders, sliderShown, settle, openDetails, restoreDetails};
+          markSliders, sliderShown, settle, openDetails, restoreDetails, readers, sliderHeadings, focusHeadingOf,
+          focusIn, navShown};
 })();

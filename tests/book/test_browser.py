@@ -87,12 +87,13 @@ def shots(request) -> Path | None:
 
 
 def test_page_weights(book, request):
-    """Each page (its HTML and the images it loads) under 3 MB, the whole book under 80 MB."""
+    """Each page (its HTML and the images it loads) under 3 MB, the whole book under 80 MB; no page loads
+    the theme's icon script, and only pages with widgets load the widget runtime."""
     weights = browser.page_weights(book, browser.book_pages(book))
     timings = Path(request.config.getoption("timings"))
     timings.mkdir(parents=True, exist_ok=True)
     (timings / "page_weights.json").write_text(json.dumps({"page_weights": weights}, indent=1))
-    problems = browser.weight_problems(weights)
+    problems = browser.weight_problems(weights) + browser.asset_problems(book, browser.book_pages(book))
     assert not problems, "\n".join(map(str, problems))
 
 

@@ -309,3 +309,80 @@ def test_a_folder_run_leaves_the_browser_modules_out_and_says_so():
     assert "test_browser_rules.py::" in run.stdout
     assert "tests/book/test_browser.py not run here: it drives a browser" in run.stdout
     assert "tests/book/test_lab.py not run here: it drives a browser" in run.stdout
+
+
+# ---- every reader (issue 32): axe-core, the drawers, the keyboard, what a page loads --------------
+
+
+def test_axe_violations_fail_when_critical_or_serious_and_name_their_elements(bc):
+    violations = [
+        {"id": "image-alt", "impact": "critical", "help": "Images must have alternative text",
+         "nodes": [{"target": [".jp-RenderedSVG > img"], "html": "<img src=\"data:image/svg+xml,...\">"}]},
+        {"id": "color-contrast", "impact": "serious", "help": "Elements must meet contrast",
+         "nodes": [{"target": [f"details:nth-child({i}) > summary"], "html": "<summary>Answer</summary>"}
+                   for i in range(6)]},
+        {"id": "region", "impact": "moderate", "help": "All content in landmarks", "nodes": [{"target": ["div"]}]},
+    ]
+    problems = bc.axe_problems(violations, "390 px")
+    assert [p.rule for p in problems] == ["axe", "axe"]
+    assert "390 px: critical image-alt" in problems[0].text and ".jp-RenderedSVG > img" in problems[0].text
+    assert "6 element(s)" in problems[1].text and "and 2 more" in problems[1].text
+    assert bc.axe_problems([violations[2]], "1280 px") == []
+
+
+def test_axe_is_vendored_from_the_npm_lock_for_the_check_not_the_book(bc):
+    import json
+
+    lock = json.loads((ROOT / "package-lock.json").read_text())
+    assert "node_modules/axe-core" in lock["packages"]
+    assert bc.AXE_JS.is_file(), "make vendor (npm ci) installs axe-core"
+    assert "axe" not in (ROOT / ".ci" / "vendor.sh").read_text()  # nothing of it goes into the pages
+
+
+def nav(lessons=9, outline=3, primary=1, secondary=1, open_=()):
+    return {"lessons": lessons, "outline": outline, "open": list(open_), "hasOutline": True,
+            "primaryButtons": primary, "secondaryButtons": secondary}
+
+
+def test_the_drawer_rule_needs_a_visible_button_and_the_lesson_list_behind_it(bc):
+    assert bc.drawer_problems(nav(0), nav(9, open_=["pst-primary-sidebar-modal"]), 9, "390 px") == []
+    (hidden,) = bc.drawer_problems(nav(0, primary=0), nav(0), 9, "390 px")
+    assert hidden.rule == "drawer" and "no visible button opens the contents" in hidden.text
+    (dead,) = bc.drawer_problems(nav(0), nav(0), 9, "390 px")  # the issue's case: the button does nothing
+    assert "0 of the 9 lessons are listed (dialogs open: none)" in dead.text
+
+
+def test_a_slider_farther_than_9_tabs_from_its_heading_is_reported(bc):
+    counts = [{"n": 0, "heading": "The dial", "tabs": 3, "at": "", "limit": 30},
+              {"n": 1, "heading": "Exercise", "tabs": 12, "at": "", "limit": 30},
+              {"n": 2, "heading": "Practice", "tabs": None, "at": 'summary "Show code"', "limit": 30}]
+    problems = bc.tab_problems(counts)
+    assert len(problems) == 2 and all(p.rule == "keyboard" for p in problems)
+    assert 'live slider 2 under "Exercise": 12 Tabs from its heading (at most 9)' in problems[0].text
+    assert "not reached in 30 Tabs" in problems[1].text and "Show code" in problems[1].text
+
+
+def test_pages_name_their_scripts_and_no_page_loads_the_icon_script_or_an_unused_widget_runtime(bc, tmp_path):
+    static = tmp_path / "_static"
+    (static / "scripts").mkdir(parents=True)
+    (static / "widgets").mkdir()
+    (static / "scripts" / "fontawesome.js").write_bytes(b"x" * 1000)
+    (static / "widgets" / "embed-amd.js").write_bytes(b"y" * 500)
+    (static / "course.css").write_bytes(b"z" * 20)
+    (tmp_path / "book").mkdir()
+    heavy = tmp_path / "book" / "a.html"
+    heavy.write_text('<script defer src="../_static/scripts/fontawesome.js?digest=1"></script>'
+                     '<script src="../_static/widgets/embed-amd.js?v=2"></script>'
+                     '<link rel="stylesheet" type="text/css" href="../_static/course.css?v=3" />')
+    light = tmp_path / "book" / "b.html"
+    light.write_text('<link rel="stylesheet" href="../_static/course.css" /><script src="https://example.org/x.js">'
+                     '</script><script src="../_static/widgets/embed-amd.js"></script>'
+                     '<script type="application/vnd.jupyter.widget-view+json">{}</script>')
+    assert bc.page_assets(tmp_path, heavy) == {"_static/scripts/fontawesome.js": 1000,
+                                               "_static/widgets/embed-amd.js": 500, "_static/course.css": 20}
+    problems = bc.asset_problems(tmp_path, [heavy, light])
+    assert [p.text for p in problems] == [
+        "book/a.html loads _static/scripts/fontawesome.js (0.00 MB) for its icons",
+        "book/a.html loads the widget runtime (0.00 MB) but shows no widget"]
+    weights = bc.page_weights(tmp_path, [heavy, light])
+    assert weights["with_scripts_and_styles"]["book/a.html"] == len(heavy.read_text()) + 1520
