@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from labs.classroom.answers import fill, grade_number, number_answer, say
+from labs.classroom.answers import fill, fraction_answer, grade_number, number_answer, say
 
 __all__ = ["check_index_gigabytes", "check_bce_probability", "check_best_shortlist_recall"]
 
@@ -31,12 +31,10 @@ def check_index_gigabytes(answer: object) -> bool:
 
 def check_bce_probability(answer: object) -> bool:
     """A row labelled 0 ('no') costs the cross-encoder a loss of 2.0: what probability of 'yes' did it give?"""
-    value = number_answer(answer, fill("Not answered yet: fill in a probability between 0 and 1."),
-                          fill("Give a probability between 0 and 1, not {answer!r}."), refuse_bool=True)
+    value = fraction_answer(answer, fill("Not answered yet: fill in a probability between 0 and 1."),
+                            fill("Give a probability between 0 and 1, not {answer!r}."), refuse_bool=True)
     if value is None:
         return False
-    if value > 1:
-        value /= 100  # a percentage
     if not 0 <= value <= 1:
         say("Not yet: a probability lies between 0 and 1.")
         return False
@@ -57,12 +55,10 @@ SHORTLISTS = {5: (0.60, 0.95), 10: (0.70, 0.90), 20: (0.75, 0.80), 50: (0.80, 0.
 
 def check_best_shortlist_recall(answer: object) -> bool:
     """The best Recall@1 a retrieve-then-rerank pipeline reaches over the shortlist lengths in SHORTLISTS."""
-    value = number_answer(answer, fill("Not answered yet: fill in a Recall@1, a number between 0 and 1."),
-                          fill("Give a number between 0 and 1, not {answer!r}."), refuse_bool=True)
+    value = fraction_answer(answer, fill("Not answered yet: fill in a Recall@1, a number between 0 and 1."),
+                            fill("Give a number between 0 and 1, not {answer!r}."), refuse_bool=True)
     if value is None:
         return False
-    if value > 1:
-        value /= 100  # a percentage
     results = {k: recall * hit for k, (recall, hit) in SHORTLISTS.items()}
     best = max(results.values())
     misses = {recall: "Not yet: that is a retriever's ceiling alone; the reranker also misses some "

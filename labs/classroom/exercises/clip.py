@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from labs.classroom.answers import grade_number, number_answer
+from labs.classroom.answers import fraction_answer, grade_number, number_answer
 from labs.lessons.clip_batches import false_negative_floor
 from labs.lessons.infonce import clip_loss
 
@@ -75,11 +75,9 @@ SHARE_BATCH, SHARE_TAU = 32, 1.0  # the toy's batch and the slider's largest tem
 def check_best_share(answer) -> bool:
     """Exercise (slider): at tau = 1 in a batch of 32, the largest share a row can give its own caption
     (cosines lie between -1 and 1)."""
-    value = number_answer(answer, "Not answered yet. Fill in answer = the share.")
+    value = fraction_answer(answer, "Not answered yet. Fill in answer = the share.")
     if value is None:
         return False
-    if value > 1:
-        value /= 100  # a percentage
     best, worst = 1 / SHARE_TAU, -1 / SHARE_TAU
     truth = math.exp(best) / (math.exp(best) + (SHARE_BATCH - 1) * math.exp(worst))
     return grade_number(

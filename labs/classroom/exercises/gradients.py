@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from labs.classroom.answers import grade_number, number_answer
+from labs.classroom.answers import grade_number, number_answer, numbers_answer
 
 __all__ = ["ONE_STEP_CURVE", "BOWL_START", "FORGOT_START", "FORGOT_LR", "FORGOT_STEPS", "forgot_zero_grad_path",
            "check_one_step_lr", "check_bowl_step", "check_two_card_slope", "check_no_zero_grad"]
@@ -43,15 +43,8 @@ def check_one_step_lr(answer: object) -> bool:
 
 
 def _two_numbers(answer: object) -> tuple[float, float] | None:
-    if answer is None:
-        print("Not answered yet: fill in answer = (w1, w2).")
-        return None
-    try:
-        w1, w2 = (float(v) for v in answer)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        print(f"Answer with two numbers (w1, w2), got {answer!r}")
-        return None
-    return w1, w2
+    return numbers_answer(answer, "Not answered yet: fill in answer = (w1, w2).",
+                          "Answer with two numbers (w1, w2), got {answer!r}", length=2)  # type: ignore[return-value]
 
 
 def check_bowl_step(answer: object) -> bool:

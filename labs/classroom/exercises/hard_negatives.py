@@ -7,11 +7,13 @@ the answer is wrong (never the answer), and returns True or False.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
-from labs.classroom.answers import grade_number, number_answer, say
+from labs.classroom.answers import (array_answer, call_answer, function_answer, grade_number, number_answer,
+                                    numbers_answer, say)
 from labs.lessons.margin_toy import PAIRS, START, margin_toy, pair_distances, pull, push
 
 __all__ = ["check_pull", "check_push", "EXTRA_NEGATIVE", "added_negative_distance",
@@ -22,39 +24,26 @@ __all__ = ["check_pull", "check_push", "EXTRA_NEGATIVE", "added_negative_distanc
 EXTRA_NEGATIVE = ("refund", "password", False)
 
 
-def _call(fn: Callable, args: tuple) -> tuple[np.ndarray, np.ndarray] | str:
-    try:
-        result = fn(*args)
-        if result is None:
-            return "nothing (None): replace the placeholder line with your code"
-        a, b = result
-        return np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    except Exception as err:  # the reader's code: report it, do not crash the notebook
-        return f"{type(err).__name__}: {err}"
-
-
 def _check_mover(fn: object, name: str, reference: Callable, cases: list[tuple], hint: Callable) -> bool:
-    if fn is None:
-        say(f"Not answered yet: fill in your {name} function and run the cell again.")
-        return False
-    if not callable(fn):
-        say(f"Pass the function itself, e.g. check_{name}(my_{name}), not a {type(fn).__name__}.")
+    if not function_answer(fn, name):
         return False
     for args in cases:
-        got = _call(fn, args)
-        if isinstance(got, str) and got.startswith("nothing"):
+        result, error = call_answer(fn, *args)
+        if error:
+            say(f"Your function raised {error} for the arguments {args}; it should return two points.")
+            return False
+        if result is None:
             say("Not answered yet: your function returned None; replace the placeholder line.")
             return False
-        if isinstance(got, str):
-            say(f"Your function raised {got} for the arguments {args}; it should return two points.")
-            return False
         want = reference(*args)
-        if got[0].shape != want[0].shape or got[1].shape != want[1].shape:
+        got = array_answer(result, (2, want[0].size))
+        if isinstance(got, str):
             say(f"For the arguments {args} it should return two points of {want[0].size} numbers each.")
             return False
-        if not (np.allclose(got[0], want[0]) and np.allclose(got[1], want[1])):
-            say(hint(args, got))
-            return False
+        with np.errstate(all="ignore"):  # huge but finite points: their gaps may overflow to inf
+            if not (np.allclose(got[0], want[0]) and np.allclose(got[1], want[1])):
+                say(hint(args, got))
+                return False
     say(f"Right: your {name} agrees with the reference on all {len(cases)} cases.")
     return True
 
@@ -100,19 +89,13 @@ def check_collapse_point(answer: object) -> bool:
     A pull moves both words by the same amount in opposite directions, so their midpoint never
     moves: login and password meet at the midpoint of their starting positions.
     """
-    if answer is None:
-        say("Not answered yet: fill in answer = (x, y), the point where login ends.")
-        return False
-    try:
-        point = np.asarray(answer, dtype=np.float64)
-    except (TypeError, ValueError):
-        point = np.array([])
-    if point.shape != (2,) or not np.all(np.isfinite(point)):
-        say(f"The answer is a point, two numbers (x, y), got {answer!r}.")
+    point = numbers_answer(answer, "Not answered yet: fill in answer = (x, y), the point where login ends.",
+                           "The answer is a point, two numbers (x, y), got {answer!r}.", length=2, wrap=True)
+    if point is None:
         return False
     start = {w: np.array(p, dtype=np.float64) for w, p in START.items()}
     truth = (start["login"] + start["password"]) / 2
-    if np.linalg.norm(point - truth) < 0.01:
+    if math.dist(point, truth) < 0.01:
         say("Right: a pull moves both words by the same step in opposite directions, so the pair's "
               "midpoint never moves; with nothing else acting on them, they meet there.")
         return True
@@ -125,7 +108,7 @@ def check_collapse_point(answer: object) -> bool:
                      "Close, but no pull joins the two pairs: login only ever moves with password."),
     }
     for target, text in misses.values():
-        if np.linalg.norm(point - target) < 0.01:
+        if math.dist(point, target) < 0.01:
             say(text)
             return False
     say("Not there. Hint: one pull moves login and password by the same step towards each other. "

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from labs.classroom.answers import grade_number, number_answer, say
+from labs.classroom.answers import (array_answer, call_answer, fraction_answer, function_answer, grade_number,
+                                    number_answer, say)
 from labs.lessons.infonce import false_negative_mask
 from labs.lessons.mining import PAIRS, dedupe_pairs, same_batch_chance
 
@@ -36,37 +37,32 @@ def _mask_cases() -> list[tuple[np.ndarray, float]]:
 
 def check_mask(fn: object) -> bool:
     """Check the reader's ``mask(S, margin)``: True where row i's negative j scores above S[i, i] + margin."""
-    if fn is None:
-        say("Not answered yet: fill in your mask function and run the cell again.")
-        return False
-    if not callable(fn):
-        say(f"Pass the function itself, e.g. check_mask(my_mask), not a {type(fn).__name__}.")
+    if not function_answer(fn, "mask"):
         return False
     for S, margin in _mask_cases():
-        try:
-            got = fn(S.copy(), margin)
-        except Exception as err:  # the reader's code: report it, do not crash the notebook
-            say(f"Your function raised {type(err).__name__}: {err} for a {S.shape} table; "
+        got, error = call_answer(fn, S.copy(), margin)
+        if error:
+            say(f"Your function raised {error} for a {S.shape} table; "
                   "it should return a True/False table of the same shape.")
             return False
         if got is None:
             say("Not answered yet: your function returned None; replace the placeholder line.")
             return False
-        got = np.asarray(got)
-        if got.shape != S.shape:
-            say(f"For a {S.shape} table it should return a table of the same shape, got {got.shape}.")
+        got = array_answer(got, S.shape, bools=True)
+        if isinstance(got, str):
+            say(f"For a {S.shape} table it should return a True/False table of the same shape, got {got}.")
             return False
         want = false_negative_mask(S, margin)
-        if np.array_equal(got.astype(bool), want):
+        if np.array_equal(got, want):
             continue
         B = S.shape[0]
         rows = np.arange(B)
         where = f"For the table {S.tolist()} and margin {margin}"
-        if np.any(got.astype(bool)[rows, rows]):
+        if np.any(got[rows, rows]):
             say(f"{where}: you masked a positive (column i of row i). The positive always stays.")
-        elif np.array_equal(got.astype(bool), (S > S[rows, rows][:, None] - margin) & ~np.eye(*S.shape, dtype=bool)):
+        elif np.array_equal(got, (S > S[rows, rows][:, None] - margin) & ~np.eye(*S.shape, dtype=bool)):
             say(f"{where}: check the sign: the margin is added to the positive's score.")
-        elif np.array_equal(got.astype(bool), (S >= S[rows, rows][:, None] + margin) & ~np.eye(*S.shape, dtype=bool)):
+        elif np.array_equal(got, (S >= S[rows, rows][:, None] + margin) & ~np.eye(*S.shape, dtype=bool)):
             say(f"{where}: a negative exactly at the positive plus the margin is kept; only one strictly above "
                   "is masked.")
         else:
@@ -98,11 +94,9 @@ def check_safe_window(answer: object) -> bool:
 def check_same_batch_chance(answer: object) -> bool:
     """Exercise: plain shuffling of the deduplicated pairs into batches of 4; the exact chance that both
     beacon-reset questions share a batch."""
-    value = number_answer(answer, "Not answered yet: fill in the chance (0 to 1).")
+    value = fraction_answer(answer, "Not answered yet: fill in the chance (0 to 1).")
     if value is None:
         return False
-    if value > 1:
-        value /= 100  # a percentage
     n = len(dedupe_pairs(list(PAIRS)))
     return grade_number(
         value, same_batch_chance(n, 4),

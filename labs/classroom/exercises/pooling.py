@@ -7,7 +7,7 @@ the answer is wrong (never the answer), and returns True or False.
 
 from __future__ import annotations
 
-from labs.classroom.answers import grade_number, number_answer
+from labs.classroom.answers import grade_number, number_answer, numbers_answer, shown
 
 __all__ = ["TOY_TOKENS", "TOY_PAD_ROW", "TOY_PADS", "LEFT_BATCH_LENGTHS", "LESSON_GRID", "check_unmasked_mean",
            "check_left_padded_cls", "check_wrong_axis"]
@@ -44,13 +44,9 @@ def check_unmasked_mean(answer: object) -> bool:
 
 def check_left_padded_cls(answer: object) -> bool:
     """Exercise: in a left-padded batch of texts with 9, 6 and 4 tokens, the position (from 0) cls_pool reads per row."""
-    if answer is None:
-        print("Not answered yet: fill in answer = (a, b, c).")
-        return False
-    try:
-        given = tuple(int(v) for v in answer)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        print(f"Answer with three whole numbers (a, b, c), got {answer!r}")
+    given = numbers_answer(answer, "Not answered yet: fill in answer = (a, b, c).",
+                           "Answer with three whole numbers (a, b, c), got {answer!r}", whole=True)
+    if given is None:
         return False
     longest = max(LEFT_BATCH_LENGTHS)
     truth = tuple(longest - n for n in LEFT_BATCH_LENGTHS)
@@ -75,21 +71,14 @@ def check_left_padded_cls(answer: object) -> bool:
 
 
 def _shape(answer: object) -> tuple[int, ...] | None:
-    if answer is None:
-        print("Not answered yet: fill in answer = a shape, such as (2, 5).")
-        return None
     if isinstance(answer, int) and not isinstance(answer, bool):
         answer = (answer,)
-    try:
-        if isinstance(answer, (str, bytes)):  # "39" is not the shape (3, 9)
-            raise TypeError
-        given = tuple(answer)  # type: ignore[arg-type]
-        if not given or any(isinstance(v, bool) or int(v) != float(v) for v in given):
-            raise ValueError
-        return tuple(int(v) for v in given)
-    except (TypeError, ValueError):
-        print(f"Answer with a shape: a tuple of whole numbers such as (2, 5), got {answer!r:.60}")
-        return None
+    given = numbers_answer(answer, "Not answered yet: fill in answer = a shape, such as (2, 5).",
+                           "Answer with a shape: a tuple of whole numbers such as (2, 5), got {answer!r}",
+                           whole=True)
+    if given == ():
+        print(f"Answer with a shape: a tuple of whole numbers such as (2, 5), got {shown(answer)}")
+    return tuple(int(v) for v in given) if given else None
 
 
 def check_wrong_axis(answer: object) -> bool:
