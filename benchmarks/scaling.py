@@ -30,7 +30,7 @@ from labs.lessons.accumulation import accumulation_vs_true_batch
 from labs.retrieval.scaling import (
     compare_cached, measure_step_isolated, scale_pairs,
 )
-from labs.retrieval.loss import LOSSES
+from labs.retrieval.config import LOSSES
 
 
 def machine() -> list[str]:

@@ -24,7 +24,7 @@ columns        3 lists of texts  anchor, positive(, negative), row by row
 steps          list of B ints    the rows of one step, in training order
 =============  ================  ============================================
 
-Arguments are trusted: `labs.retrieval.training.TrainConfig` has checked them.
+Arguments are trusted: `labs.retrieval.config.TrainConfig` has checked them.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -28,9 +29,11 @@ import signal
 import sys
 import threading
 import traceback
+import typing
 from pathlib import Path
 
 from labs.retrieval import files, validate
+from labs.retrieval.config import flag
 
 __all__ = ["build_parser", "main"]
 
@@ -100,8 +103,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``python -m labs`` with its five commands (it only parses: the commands check)."""
-    from labs.retrieval.qwen3 import QWEN3_ID
-    from labs.retrieval.loss import LOSSES
+    import labs
+    from labs.retrieval.config import TrainConfig
 
     fmt = argparse.ArgumentDefaultsHelpFormatter
     common = argparse.ArgumentParser(add_help=False)
@@ -110,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m labs", description="Fine-tune and evaluate an embedding model for retrieval on "
                 "your own query/document data.\n\n" + DESCRIPTION, parents=[common],
                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"%(prog)s {labs.__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     def command(name: str, help: str, description: str):
@@ -139,41 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "sentence-transformers' trainer, keep the checkpoint with the best validation MRR@5 (the "
                 "untouched model, epoch 0, included), index the corpus and write a run folder, all at once "
                 "or not at all. Test queries are not read. Runs unchanged under torchrun (DDP).")
-    s.add_argument("--data", required=True, help="data folder (see make-data)")
-    s.add_argument("--out", required=True, help="new run folder; refused if it already has files")
-    s.add_argument("--model", default="minilm",
-                   help=f"'minilm' (packaged all-MiniLM-L6-v2), '{QWEN3_ID}' (needs the hub), or a local "
-                   "folder (a saved sentence-transformers model or a raw Qwen3 checkpoint)")
-    s.add_argument("--device", default="cpu", help="where to train and encode: cpu, cuda or cuda:N")
-    s.add_argument("--epochs", type=int, default=3, help="passes over the distinct positives; 0 only "
-                   "indexes the untouched model")
-    s.add_argument("--batch-size", type=int, default=16, help="pairs per step and process (>= 2); each "
-                   "query's negatives are the other documents of its batch")
-    s.add_argument("--lr", type=float, default=2e-5, help="AdamW learning rate (no scheduler)")
-    s.add_argument("--scale", type=float, default=20.0, help="similarity scale = 1 / temperature")
-    s.add_argument("--max-length", type=int, default=128,
-                   help="tokens per text, instruction included (at most the model's position limit)")
-    s.add_argument("--seed", type=int, default=0, help="seed for sampling batches and torch")
-    s.add_argument("--hard-negatives", action="store_true",
-                   help="add one TF-IDF-mined hard negative per pair (training queries and documents only, "
-                   "verified not relevant)")
-    s.add_argument("--instruction", default=None,
-                   help="task text for 'Instruct: {task}\\nQuery:{query}'; default: the model's own "
-                   "(Qwen3: a help-desk task; MiniLM: none). Pass '' for none")
-    s.add_argument("--max-steps", type=int, default=None, help="stop after this many updates (>= 1; "
-                   "smoke runs, e.g. 2 before a long GPU run)")
-    s.add_argument("--eval-batch-size", type=int, default=32, help="texts per encoding batch")
-    s.add_argument("--loss", default="mnrl", choices=LOSSES,
-                   help="'cached': GradCache, the same loss in chunks of --mini-batch-size (big batches, "
-                   "little memory)")
-    s.add_argument("--mini-batch-size", type=int, default=16, help="chunk size of --loss cached")
-    s.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
-                   help="autocast on CUDA; auto: bf16 where the GPU runs it natively, else fp16 with a "
-                   "gradient scaler; fp32 on the CPU. Weights stay float32 in every case")
-    s.add_argument("--gradient-checkpointing", action="store_true",
-                   help="recompute activations in the backward pass: less memory, about a third more time")
-    s.add_argument("--attn", default="sdpa", choices=validate.ATTENTION,
-                   help="attention kernel; flash_attention_2 needs the flash-attn package and a CUDA GPU")
+    add_fields(s, TrainConfig)
 
     s = command("search", "query a run's index", "Check the run's SHA-256 contract, encode the query with the "
                 "saved instruction, print the top documents and their cosine.")
@@ -190,6 +160,39 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device", default="cpu", help="where to encode queries: cpu, cuda or cuda:N")
     s.add_argument("--batch-size", type=int, default=32, help="queries per encoding batch")
     return p
+
+
+def add_fields(parser: argparse.ArgumentParser, config) -> None:
+    """One flag per field of the dataclass ``config``, as Hugging Face's ``HfArgumentParser`` reads
+    one: the flag from the name (``batch_size`` -> ``--batch-size``), the type and default from the
+    field, help and choices from its metadata; a bool is a switch, a field without a default is
+    required, ``"none": WORD`` stands for None, ``"flag": False`` has no flag."""
+    hints = typing.get_type_hints(config)
+    for f in dataclasses.fields(config):
+        meta = f.metadata
+        if not meta.get("flag", True):
+            continue
+        kind = next((t for t in typing.get_args(hints[f.name]) if t is not type(None)), hints[f.name])
+        kwargs = {"help": meta["help"]}
+        if f.default is dataclasses.MISSING:
+            kwargs["required"] = True
+        elif kind is bool:
+            kwargs["action"] = "store_true"
+        else:
+            kwargs.update(type=kind, default=meta.get("none", f.default))
+        if "choices" in meta:
+            kwargs["choices"] = ([meta["none"]] if "none" in meta else []) + list(meta["choices"])
+        parser.add_argument(flag(f.name), **kwargs)
+
+
+def fields_of(args: argparse.Namespace, config):
+    """``config`` (a dataclass) made from the parsed flags that `add_fields` added."""
+    values = {}
+    for f in dataclasses.fields(config):
+        if f.metadata.get("flag", True):
+            value = getattr(args, f.name)
+            values[f.name] = None if "none" in f.metadata and value == f.metadata["none"] else value
+    return config(**values)
 
 
 def _table(rows: dict[str, dict[str, float]]) -> str:
@@ -257,15 +260,11 @@ def cmd_baseline(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from labs.retrieval.training import TrainConfig, train
+    from labs.retrieval.config import TrainConfig
 
-    config = TrainConfig(data=args.data, out=args.out, model=args.model, device=args.device, epochs=args.epochs,
-                         batch_size=args.batch_size, lr=args.lr, scale=args.scale, max_length=args.max_length,
-                         seed=args.seed, hard_negatives=args.hard_negatives, instruction=args.instruction,
-                         max_steps=args.max_steps, eval_batch_size=args.eval_batch_size, loss=args.loss,
-                         mini_batch_size=args.mini_batch_size,
-                         precision=None if args.precision == "auto" else args.precision,
-                         gradient_checkpointing=args.gradient_checkpointing, attn=args.attn)
+    config = fields_of(args, TrainConfig)  # every flag checked before torch is imported
+    from labs.retrieval.training import train
+
     report = train(config)
     if report is None:  # under torchrun only process 0 writes the run folder and prints
         return 0

@@ -41,9 +41,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from labs.retrieval.config import PRECISIONS
+
 __all__ = [
     "CUBLAS_WORKSPACE",
-    "PRECISIONS",
     "set_determinism",
     "training_precision",
     "autocast_dtype",
@@ -59,7 +60,6 @@ __all__ = [
 
 CUBLAS_WORKSPACE = ":4096:8"          # one of the two values cuBLAS documents as deterministic
 _DETERMINISTIC_WORKSPACES = (":4096:8", ":16:8")
-PRECISIONS = ("bf16", "fp16", "fp32")
 
 
 def set_determinism(seed: int, *, deterministic: bool = True) -> None:

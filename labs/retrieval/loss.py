@@ -8,7 +8,8 @@ with the trainer's own weight-decay rule (biases and norms spared). `train_step`
 trainer does each step, by hand: the lesson of one update, and the peer of the trainer in
 ``benchmarks/trainer_vs_loop.py``.
 
-Arguments are trusted: `labs.retrieval.training.TrainConfig` has checked them.
+Arguments are trusted: `labs.retrieval.config.TrainConfig` has checked them (its `LOSSES` are
+the kinds `make_loss` builds).
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ import torch
 
 from labs.retrieval.device import assert_float32_master, autocast_dtype
 
-__all__ = ["LOSSES", "make_loss", "adamw", "train_step", "train_step_features"]
-
-LOSSES = ("mnrl", "cached")
+__all__ = ["make_loss", "adamw", "train_step", "train_step_features"]
 
 
 def make_loss(model, kind: str = "mnrl", *, scale: float = 20.0, mini_batch_size: int = 16, gather: bool = False):

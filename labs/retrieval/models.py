@@ -23,12 +23,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import torch
-
 from labs.retrieval.progress import show_progress
 from labs.retrieval.qwen3 import QWEN3_ID, QWEN3_REVISION, assert_pooling_contract, build_qwen3
 
-if TYPE_CHECKING:  # imported lazily at run time: sentence-transformers is slow to import
+if TYPE_CHECKING:  # imported where used: torch and sentence-transformers are slow to import
     from sentence_transformers import SentenceTransformer
 
 __all__ = ["OFFLINE_VARIABLES", "offline", "MINILM_PACKAGE", "minilm_path", "load_minilm", "load_encoder",
@@ -125,8 +123,9 @@ def load_encoder(model: str, device: str = "cpu", max_length: int = 128, attn: s
     Whatever dtype the checkpoint stores, the weights come back float32 (training needs
     float32 master weights; autocast does the low-precision compute). ``max_length`` must
     fit the model's position table. ``device``, ``max_length`` and ``attn`` are trusted: the
-    caller has checked them (`labs.retrieval.training.TrainConfig` does).
+    caller has checked them (`labs.retrieval.config.TrainConfig` does).
     """
+    import torch
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as hf_logging
 

@@ -43,8 +43,10 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # imported where used: the command line reads QWEN3_ID without loading torch
+    import torch
 
 __all__ = [
     "QWEN3_ID",
@@ -131,14 +133,16 @@ def _qwen_backend_json() -> str:
 
 
 def write_tiny_qwen3(folder: str | Path, seed: int = 0, size: str = "tiny",
-                     dtype: torch.dtype = torch.float32) -> Path:
+                     dtype: torch.dtype | None = None) -> Path:
     """Write a random Qwen3 (``qwen3_config(size)``) and the Qwen tokenizer into a new folder; return it.
 
-    ``dtype`` is the dtype the weights are stored in: ``torch.bfloat16`` mimics the
-    published checkpoint, which stores bf16.
+    ``dtype`` is the dtype the weights are stored in (None: float32): ``torch.bfloat16``
+    mimics the published checkpoint, which stores bf16.
     """
+    import torch
     from transformers import Qwen3Model
 
+    dtype = torch.float32 if dtype is None else dtype
     folder = Path(folder)
     if folder.exists() and any(folder.iterdir()):
         raise ValueError(f"folder {str(folder)!r} is not empty: nothing was overwritten")
@@ -151,21 +155,23 @@ def write_tiny_qwen3(folder: str | Path, seed: int = 0, size: str = "tiny",
 
 
 def build_qwen3(model: str | Path = QWEN3_ID, *, device: str = "cpu", max_length: int = 128,
-                revision: str | None = QWEN3_REVISION, dtype: torch.dtype = torch.float32,
+                revision: str | None = QWEN3_REVISION, dtype: torch.dtype | None = None,
                 attn: str = "sdpa"):
     """Transformer (left padding, max ``max_length`` tokens) -> last-token Pooling -> Normalize.
 
     ``model`` is the hub id (loaded at ``revision``) or a local folder holding a raw
     Qwen3 checkpoint (``revision`` is then ignored). ``trust_remote_code`` stays False.
-    Weights load as ``dtype``, float32 by default whatever the checkpoint stores (the
+    Weights load as ``dtype``, float32 by default (None) whatever the checkpoint stores (the
     published one stores bf16): training needs float32 master weights, autocast does
     the bf16/fp16 compute. ``attn``: ``"sdpa"`` (default), ``"flash_attention_2"`` (if
     installed; its kernels run under bf16/fp16 autocast only) or ``"eager"``.
     The pooling contract is checked (`assert_pooling_contract`) before returning.
     """
+    import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
+    dtype = torch.float32 if dtype is None else dtype
     local = Path(model).is_dir()
     rev = {} if local or revision is None else {"revision": revision}
     model_kwargs = {"trust_remote_code": False, "attn_implementation": attn, "dtype": dtype, **rev}
@@ -193,6 +199,7 @@ def build_random_qwen3(size: str = "0.6b", *, device: str = "cpu", max_length: i
     """
     import tempfile
 
+    import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
     from transformers import AutoModel

@@ -48,10 +48,11 @@ import numpy as np
 import torch
 
 from labs.retrieval import validate
+from labs.retrieval.config import LOSSES
 from labs.retrieval.device import reset_peak, status_kib
 from labs.retrieval.helpdesk import KINDS
 from labs.retrieval.models import OFFLINE_VARIABLES, load_encoder, minilm_path
-from labs.retrieval.loss import LOSSES, adamw, make_loss, train_step_features
+from labs.retrieval.loss import adamw, make_loss, train_step_features
 
 __all__ = [
     "scale_pairs",

@@ -15,8 +15,8 @@ when a score beats the best so far, so the untouched model can win. Test queries
 read (`labs.retrieval.selection`). A loss that is not finite stops the run at once. The loss
 and the by-hand step are in `labs.retrieval.loss`.
 
-`TrainConfig` holds a run's settings and checks every one of them when it is made, naming
-the flag; everything it hands on is trusted after that.
+`labs.retrieval.config.TrainConfig` holds a run's settings and checks every one of them when it
+is made, naming the flag; everything it hands on is trusted after that.
 
 Precision: the weights the optimizer updates are float32 whatever the checkpoint stores
 (`labs.retrieval.models.load_encoder` loads them so; the by-hand step's `labs.retrieval.loss.adamw`
@@ -38,98 +38,26 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict
 
 import torch
 
-from labs.retrieval import progress, validate
+from labs.retrieval import progress
 from labs.retrieval.batches import PlannedSteps, plan_batches
+from labs.retrieval.config import TrainConfig
 from labs.retrieval.contract import seal_run
 from labs.retrieval.data import load_dataset
-from labs.retrieval.device import (PRECISIONS, memory_report, reset_peak, set_determinism, training_precision,
+from labs.retrieval.device import (memory_report, reset_peak, set_determinism, training_precision,
                                    versions)
 from labs.retrieval.files import build_atomically, temporary_folder, write_json
 from labs.retrieval.index import rank_queries, write_index
-from labs.retrieval.instruction import QUERY_TEMPLATE, format_query, has_instruction, instruction_of, query_prompt
-from labs.retrieval.loss import LOSSES, make_loss
+from labs.retrieval.instruction import format_query, instruction_of, query_prompt
+from labs.retrieval.loss import make_loss
 from labs.retrieval.models import load_encoder
 from labs.retrieval.progress import show_progress
-from labs.retrieval.qwen3 import QWEN3_ID
 from labs.retrieval.selection import best_on_validation, validation_evaluator
 
-__all__ = ["TrainConfig", "train"]
-
-MAX_SCALE = 1000.0  # 1 / temperature: tau = 0.001 already turns a cosine gap of 0.01 into 10 nats
-MAX_LR = 1.0
-
-
-def _flag(field: str) -> str:
-    return "--" + field.replace("_", "-")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Settings of one training run (the flags of ``python -m labs train``), each checked when the
-    config is made: a bad one is a ValueError naming its flag, before any data or model is read."""
-
-    data: str
-    out: str
-    model: str = "minilm"            # "minilm", the Qwen3 hub id, or a local folder
-    device: str = "cpu"              # "cpu", "cuda" or "cuda:N"
-    epochs: int = 3
-    batch_size: int = 16             # per process
-    lr: float = 2e-5
-    scale: float = 20.0              # 1 / temperature
-    max_length: int = 128
-    seed: int = 0
-    hard_negatives: bool = False
-    instruction: str | None = None   # None: the model's own (Qwen3: DEFAULT_TASK; MiniLM: none)
-    max_steps: int | None = None     # a cap on the updates (smoke runs)
-    eval_batch_size: int = 32
-    precision: str | None = None     # "bf16", "fp16", "fp32"; None: training_precision(device)
-    gradient_checkpointing: bool = False
-    attn: str = "sdpa"               # attention kernel: sdpa, eager, flash_attention_2 (if installed)
-    loss: str = "mnrl"               # "mnrl" or "cached" (GradCache, chunks of mini_batch_size)
-    mini_batch_size: int = 16
-    weight_decay: float = 0.01
-
-    def __post_init__(self) -> None:
-        for field in ("data", "out", "model"):
-            value = getattr(self, field)
-            if not isinstance(value, (str, Path)):
-                raise ValueError(f"{_flag(field)} must be a path or a name, got {value!r}")
-            if value == "":  # Path("") would be the working folder
-                raise ValueError(f"{_flag(field)} is empty")
-            validate.text(_flag(field), str(value))  # recorded in metrics.json: real text
-        validate.new_path(self.out, "--out")
-        if self.model not in ("minilm", QWEN3_ID) and not Path(self.model).is_dir():
-            raise ValueError(f"--model must be 'minilm', {QWEN3_ID!r} or an existing folder, got {self.model!r}")
-        validate.device("--device", self.device)
-        for field, low, high in (("epochs", 0, None), ("batch_size", 2, None), ("max_length", 8, None),
-                                 ("seed", 0, 2**32 - 1), ("eval_batch_size", 1, None), ("mini_batch_size", 1, None)):
-            validate.integer(_flag(field), getattr(self, field), low, high)
-        if self.max_steps is not None:
-            validate.integer("--max-steps", self.max_steps, 1)
-        validate.positive("--lr", self.lr, MAX_LR)
-        validate.positive("--scale", self.scale, MAX_SCALE)
-        if self.weight_decay != 0:
-            validate.positive("--weight-decay", self.weight_decay, 1.0)
-        validate.choice("--loss", self.loss, LOSSES)
-        if self.precision is not None:
-            validate.choice("--precision", self.precision, PRECISIONS)
-            if self.precision != "fp32" and self.device == "cpu":
-                raise ValueError(f"--precision {self.precision} needs --device cuda; the CPU trains in fp32")
-        validate.attention("--attn", self.attn)
-        if self.instruction is not None:
-            validate.text("--instruction", self.instruction)
-            if has_instruction(self.instruction) or "\nQuery:" in self.instruction:
-                raise ValueError(f"--instruction is the task alone, got {self.instruction!r}: the template "
-                                 f"{QUERY_TEMPLATE!r} is put around it once, here")
-        for field in ("hard_negatives", "gradient_checkpointing"):
-            if not isinstance(getattr(self, field), bool):
-                raise ValueError(f"{_flag(field)} must be True or False, got {getattr(self, field)!r}")
-
+__all__ = ["train"]
 
 def train(config: TrainConfig) -> dict | None:
     """Train, select on validation MRR@5 (epoch 0 included), index the corpus; return metrics.json's content.

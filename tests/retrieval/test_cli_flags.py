@@ -6,6 +6,7 @@ finite stops the run, --debug shows the traceback of a failed run (exit 1)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,69 @@ def test_python_m_labs_help_runs():
     done = subprocess.run([sys.executable, "-m", "labs", "--help"], capture_output=True, text=True, cwd=ROOT,
                           timeout=120)
     assert done.returncode == 0 and "make-data" in done.stdout and "evaluate" in done.stdout
+
+
+# ``python -m labs ARGV`` as the program, then what it had imported (its exit is caught).
+IMPORTED = """
+import runpy, sys
+sys.argv = ["labs", *sys.argv[1:]]
+try:
+    runpy.run_module("labs", run_name="__main__", alter_sys=True)
+except SystemExit as stop:
+    code = stop.code
+heavy = [m for m in ("torch", "transformers", "sentence_transformers", "numpy", "sklearn") if m in sys.modules]
+print("exit", code, "imported", *heavy, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["--help"], 0), (["--version"], 0), (["make-data", "--help"], 0), (["baseline", "--help"], 0),
+    (["train", "--help"], 0), (["search", "--help"], 0), (["evaluate", "--help"], 0),
+    (["no-such-command"], 2), (["train", "--bogus"], 2), (["train", "--data", "d"], 2),
+    (["train", "--data", "d", "--out", "{tmp}/r", "--seed", "1.5"], 2),
+    (["train", "--data", "d", "--out", "{tmp}/r", "--loss", "triplet"], 2),
+    (["train", "--data", "d", "--out", "{tmp}/r", "--epochs", "-1"], 2),
+    (["train", "--data", "d", "--out", "{tmp}/r", "--lr", "inf"], 2),
+    (["train", "--data", "d", "--out", "{tmp}/r", "--precision", "bf16"], 2),
+    (["search", "run"], 2), (["evaluate", "run", "--split", "train"], 2),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_help_version_and_refused_flags_import_no_torch(tmp_path, argv, code):
+    """--help, --version and a refused flag print before torch, transformers or sentence-transformers
+    (or even NumPy) is imported: they are quick (benchmarks/cli_startup.py times them)."""
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    done = subprocess.run([sys.executable, "-c", IMPORTED, *argv], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == f"exit {code} imported", done.stderr
+    shown = done.stdout if code == 0 else done.stderr
+    assert shown.strip() and "Traceback" not in done.stderr
+    if argv == ["--version"]:
+        from labs import __version__
+
+        assert done.stdout.strip() == f"python -m labs {__version__}"
+
+
+def test_the_train_flags_are_trainconfigs_fields():
+    """Every field of TrainConfig is a flag with its default, help and choices, written once (in the
+    field); none is added by hand."""
+    import dataclasses
+
+    from labs.retrieval.cli import build_parser
+    from labs.retrieval.config import TrainConfig, flag
+
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    actions = {a.dest: a for a in train._actions if a.dest not in ("help", "debug")}
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig) if f.metadata.get("flag", True)}
+    assert set(actions) == set(fields)
+    for name, f in fields.items():
+        action = actions[name]
+        assert action.option_strings == [flag(name)] and action.help == f.metadata["help"]
+        assert action.default == f.metadata.get("none", None if f.default is dataclasses.MISSING else f.default)
+        assert action.required == (f.default is dataclasses.MISSING)
+        if "choices" in f.metadata:
+            auto = [f.metadata["none"]] if "none" in f.metadata else []
+            assert list(action.choices) == auto + list(f.metadata["choices"])
+    assert "weight_decay" not in actions  # a Python-only setting: "flag": False
 
 
 # ---- usage: one line, exit 2, before any work -----------------------------------------------------

@@ -24,7 +24,8 @@ from labs.retrieval.batches import (
 )
 from labs.retrieval.instruction import DEFAULT_TASK, instruction_of
 from labs.retrieval.models import load_encoder
-from labs.retrieval.training import train, TrainConfig
+from labs.retrieval.config import TrainConfig
+from labs.retrieval.training import train
 from labs.retrieval.data import load_dataset, write_dataset
 from labs.retrieval.helpdesk import make_helpdesk
 from labs.retrieval.contract import verify_contract
