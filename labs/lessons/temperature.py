@@ -16,13 +16,15 @@ name            shape       meaning
 queries         (n, 32)     raw features of the toy's queries (one view of z)
 docs            (n, 32)     raw features of their documents (another view)
 W               (32, 16)    the shared linear encoder being trained
+W (stacked)     (K, 32, 16) K encoders trained side by side (`train_at_temperatures`)
 losses          (steps,)    the training loss of each step's batch
 heldout_top1    (steps,)    held-out top-1 accuracy after each step
 ==============  ==========  ==================================================
 
-Relations: the loss is `labs.lessons.infonce.info_nce_torch`, the same loss as
-sentence-transformers' MultipleNegativesRankingLoss with ``scale = 1 / tau``
-(its default scale 20 is tau 0.05). Lesson: ``notebooks/04_temperature.ipynb``.
+Relations: each model's loss is `labs.lessons.infonce.info_nce_torch` (computed for the whole
+stack at once; a test holds the two together), the same loss as sentence-transformers'
+MultipleNegativesRankingLoss with ``scale = 1 / tau`` (its default scale 20 is tau 0.05).
+Lesson: ``notebooks/04_temperature.ipynb``.
 
 Every public function checks its arguments at its top and names the bad one in a ValueError:
 counts and seeds are integers (NumPy's too; not bools, not floats such as 2.0), ``noise`` and
@@ -39,7 +41,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from labs.lessons.infonce import info_nce_torch, positive_share
+from labs.lessons.infonce import positive_share, unit_rows
 from labs.lessons.inputs import real_number, valid_tau, whole_number
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "TemperatureRun",
     "OPTIMIZERS",
     "train_at_temperature",
+    "train_at_temperatures",
 ]
 
 OPTIMIZERS = ("sgd", "adamw")  # plain SGD (the lesson's runs) and AdamW (torch's defaults but lr)
@@ -124,11 +127,6 @@ def _step(opt: torch.optim.Optimizer, lr) -> None:
         raise ValueError(f"lr={lr!r} is too large for the float32 weights: the step overflows") from None
 
 
-def _top1(Tq: torch.Tensor, Td: torch.Tensor, W: torch.Tensor) -> float:
-    S = F.normalize(Tq @ W, dim=-1) @ F.normalize(Td @ W, dim=-1).T
-    return (S.argmax(dim=1) == torch.arange(len(S))).double().mean().item()
-
-
 def _step_jitter(values: np.ndarray) -> float:
     return float(np.std(np.diff(values))) if len(values) > 2 else 0.0
 
@@ -151,59 +149,130 @@ def train_at_temperature(
     those settings. ``optimizer`` is "sgd" (plain SGD) or "adamw" (torch's
     AdamW with its default betas and weight decay). ``steps=0`` trains nothing: the
     batch averages ``teaching_rows`` and ``wrong_rows`` are then NaN (no batch was seen).
+    One run of `train_at_temperatures`: the same numbers as that run inside a larger grid.
     """
-    tau = valid_tau(tau)
+    return train_at_temperatures([tau], [seed], steps=steps, batch=batch, lr=lr, optimizer=optimizer,
+                                 noise=noise, heldout=heldout)[0][0]
+
+
+def train_at_temperatures(
+    taus: Sequence[float],
+    seeds: Sequence[int],
+    *,
+    steps: int = 300,
+    batch: int = 32,
+    lr: float = 0.5,
+    optimizer: str = "sgd",
+    noise: float = 2.5,
+    heldout: int = 500,
+) -> list[list[TemperatureRun]]:
+    """Every (tau, seed) run of `train_at_temperature` at once: ``runs[i][j]`` is at ``taus[i]`` with ``seeds[j]``.
+
+    The len(taus) x len(seeds) encoders are trained side by side as one stack of weights,
+    shape (K, 32, 16) with K = len(taus) * len(seeds): each step is a handful of batched
+    matrix products instead of K small ones. The models never mix: each one's loss, gradient and
+    optimizer state depend only on its own slice, and each run gives the same numbers as
+    ``train_at_temperature(taus[i], seed=seeds[j], ...)``. A held-out query counts as ranked
+    first when its right document scores its row's maximum.
+    """
+    taus = _sequence(taus, "taus", valid_tau)
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
     rate = real_number(lr, "lr", "a finite number > 0")
     if not (math.isfinite(rate) and rate > 0):
         raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-    seed = whole_number(seed, "seed", 0)
-    if seed >= 2**64:
-        raise ValueError(f"seed must be an integer from 0 to 2**64 - 1 (torch's seeds), got {seed}")
+    seeds = _sequence(seeds, "seeds", _torch_seed)
     steps, batch = whole_number(steps, "steps", 0), whole_number(batch, "batch", 2)
     heldout = whole_number(heldout, "heldout", batch)
     noise = _noise(noise)
-    Xq, Xd = make_toy_pairs(steps * batch + heldout, seed=seed, noise=noise)
-    Tq, Td = Xq[steps * batch :], Xd[steps * batch :]
-    gen = torch.Generator().manual_seed(seed)
-    W = torch.nn.Parameter(torch.randn(Xq.shape[1], 16, generator=gen) / 4)
+    T, n_seeds = len(taus), len(seeds)
+    K = T * n_seeds  # model k = i * n_seeds + j: taus[i], seeds[j]
+    pairs = [make_toy_pairs(steps * batch + heldout, seed=seed, noise=noise) for seed in seeds]
+    Xq, Xd = torch.stack([q for q, _ in pairs]), torch.stack([d for _, d in pairs])  # (seeds, N, 32)
+    Tq, Td = (X[:, steps * batch :].repeat(T, 1, 1) for X in (Xq, Xd))  # (K, heldout, 32)
+    W = torch.nn.Parameter(torch.stack([
+        torch.randn(Xq.shape[2], 16, generator=torch.Generator().manual_seed(seed)) / 4 for seed in seeds
+    ]).repeat(T, 1, 1))  # (K, 32, 16)
+    divisor = torch.tensor(taus, dtype=torch.float32).repeat_interleave(n_seeds)[:, None, None]
     opt = torch.optim.SGD([W], lr=rate) if optimizer == "sgd" else torch.optim.AdamW([W], lr=rate)
-    losses, top1 = np.zeros(steps), np.zeros(steps)
-    teaching, wrong = [], []
+    labels = torch.arange(batch)
+    losses, top1 = np.zeros((K, steps)), np.zeros((K, steps))
+    teaching, wrong = [], []  # one (K,) array per step of the second half
+
+    def what(k: int) -> str:
+        return f"tau={taus[k // n_seeds]!r}, seed={seeds[k % n_seeds]!r}"
+
     for s in range(steps):
         rows = slice(s * batch, (s + 1) * batch)
+        xq, xd = Xq[:, rows].repeat(T, 1, 1), Xd[:, rows].repeat(T, 1, 1)  # (K, batch, 32)
         if s >= steps // 2:
             with torch.no_grad():
-                S = F.normalize(Xq[rows] @ W, dim=-1) @ F.normalize(Xd[rows] @ W, dim=-1).T
-                missing = 1 - torch.softmax(S / tau, dim=1).diagonal()  # the pull, in units of 1/tau
-            teaching.append((missing >= SILENT).double().mean().item())
-            wrong.append((S.argmax(dim=1) != torch.arange(batch)).double().mean().item())
-        q, d = Xq[rows] @ W, Xd[rows] @ W
-        if not bool(torch.isfinite(q.detach()).all() and torch.isfinite(d.detach()).all()):
-            raise ValueError(f"training diverged at step {s}: the encoded batch is no longer finite "
-                             f"(is lr={lr!r} too large?)")
-        loss = info_nce_torch(q, d, tau)
+                S = F.normalize(xq @ W, dim=-1) @ F.normalize(xd @ W, dim=-1).transpose(1, 2)
+                missing = 1 - torch.softmax(S / divisor, dim=2).diagonal(dim1=1, dim2=2)  # pull x tau
+            teaching.append((missing >= SILENT).double().mean(dim=1).numpy())
+            wrong.append((S.argmax(dim=2) != labels).double().mean(dim=1).numpy())
+        q, d = xq @ W, xd @ W
+        bad = ~(torch.isfinite(q.detach()).flatten(1).all(1) & torch.isfinite(d.detach()).flatten(1).all(1))
+        if bool(bad.any()):
+            raise ValueError(f"training diverged at step {s}: the encoded batch of {what(int(bad.nonzero()[0]))} "
+                             f"is no longer finite (is lr={lr!r} too large?)")
+        logits = unit_rows(q) @ unit_rows(d).transpose(1, 2) / divisor  # (K, batch, batch)
+        bad = ~torch.isfinite(logits.detach()).flatten(1).all(1)
+        if bool(bad.any()):  # cosines are at most 1 in size: only a tau near float32's smallest does this
+            tau = taus[int(bad.nonzero()[0]) // n_seeds]
+            raise ValueError(f"tau={tau!r} is too small for these scores: scores / tau overflows {logits.dtype}")
+        loss = torch.stack([F.cross_entropy(logits[k], labels) for k in range(K)])  # (K,) one InfoNCE each
         opt.zero_grad()
-        loss.backward()
+        loss.sum().backward()  # each slice of W gets its own model's gradient, nothing else
         _step(opt, lr)
-        if not bool(torch.isfinite(W.detach()).all()):
-            raise ValueError(f"training diverged at step {s}: the encoder's weights are no longer finite "
-                             f"(is lr={lr!r} too large?)")
-        losses[s] = loss.item()
+        bad = ~torch.isfinite(W.detach()).flatten(1).all(1)
+        if bool(bad.any()):
+            raise ValueError(f"training diverged at step {s}: the encoder of {what(int(bad.nonzero()[0]))} "
+                             f"is no longer finite (is lr={lr!r} too large?)")
+        losses[:, s] = loss.detach().numpy()
         with torch.no_grad():
-            top1[s] = _top1(Tq, Td, W)
+            top1[:, s] = _top1(Tq, Td, W)
     with torch.no_grad():
         Q, D = F.normalize(Tq @ W, dim=-1), F.normalize(Td @ W, dim=-1)
-        S = Q @ D.T
+        S = Q @ D.transpose(1, 2)  # (K, heldout, heldout)
+        final = _top1(Tq, Td, W)
+    half = steps // 2
+    runs = []
+    for k in range(K):
+        tau = taus[k // n_seeds]
         shares = [
-            torch.softmax(S[i : i + batch, i : i + batch] / tau, dim=1).diagonal().mean().item()
+            torch.softmax(S[k, i : i + batch, i : i + batch] / tau, dim=1).diagonal().mean().item()
             for i in range(0, heldout - batch + 1, batch)
         ]
-    half = steps // 2
-    return TemperatureRun(
-        tau, losses, top1, _top1(Tq, Td, W.detach()), float(np.mean(shares)),
-        _step_jitter(losses[half:]), _step_jitter(top1[half:]),
-        float(np.mean(teaching)) if teaching else float("nan"),
-        float(np.mean(wrong)) if wrong else float("nan"), W.detach(),
-    )
+        runs.append(TemperatureRun(
+            tau, losses[k], top1[k], float(final[k]), float(np.mean(shares)),
+            _step_jitter(losses[k, half:]), _step_jitter(top1[k, half:]),
+            float(np.mean([t[k] for t in teaching])) if teaching else float("nan"),
+            float(np.mean([w[k] for w in wrong])) if wrong else float("nan"), W.detach()[k].clone(),
+        ))
+    return [runs[i * n_seeds : (i + 1) * n_seeds] for i in range(T)]
+
+
+def _top1(Tq: torch.Tensor, Td: torch.Tensor, W: torch.Tensor) -> np.ndarray:
+    """Held-out top-1 of each model in the stack, shape (K,): the share of queries whose right
+    document scores the maximum of their row (among all ``heldout`` documents)."""
+    Q, D = F.normalize(Tq @ W, dim=-1), F.normalize(Td @ W, dim=-1)
+    hits = np.empty(len(W))
+    for k in range(len(W)):  # one model's (heldout, heldout) table at a time: it stays in the cache
+        S = Q[k] @ D[k].T
+        hits[k] = (S.diagonal() == S.amax(dim=1)).double().mean().item()
+    return hits
+
+
+def _torch_seed(seed) -> int:
+    seed = whole_number(seed, "seed", 0)
+    if seed >= 2**64:
+        raise ValueError(f"seed must be an integer from 0 to 2**64 - 1 (torch's seeds), got {seed}")
+    return seed
+
+
+def _sequence(values, name: str, check) -> list:
+    """A non-empty list or tuple of items, each checked (``check(item)``) and named in the error."""
+    if not isinstance(values, (list, tuple, range, np.ndarray)) or np.ndim(values) != 1 or len(values) == 0:
+        raise ValueError(f"{name} must be a non-empty list of values, got {values!r}")
+    return [check(v) for v in values]

@@ -9,8 +9,10 @@ import pytest
 import torch
 
 from labs.classroom.exercises.temperature import check_batch_tau, check_halved_gap_tau, check_pull_ratio
-from labs.lessons.infonce import positive_share
-from labs.lessons.temperature import make_toy_pairs, positive_loss_gradient, train_at_temperature
+from labs.lessons.infonce import info_nce_torch, positive_share
+from labs.lessons.temperature import (
+    make_toy_pairs, positive_loss_gradient, train_at_temperature, train_at_temperatures,
+)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -64,8 +66,66 @@ def test_training_is_reproducible_and_records_every_step():
     assert 0 <= a.wrong_rows <= a.teaching_rows <= 1
 
 
+def one_run_by_hand(tau, seed, steps, *, batch=32, lr=0.5, optimizer="sgd", heldout=500):
+    """The plain loop the stacked trainer replaces: one encoder, `info_nce_torch`, argmax top-1."""
+    Xq, Xd = make_toy_pairs(steps * batch + heldout, seed=seed)
+    Tq, Td = Xq[steps * batch:], Xd[steps * batch:]
+    W = torch.nn.Parameter(torch.randn(32, 16, generator=torch.Generator().manual_seed(seed)) / 4)
+    opt = torch.optim.SGD([W], lr=lr) if optimizer == "sgd" else torch.optim.AdamW([W], lr=lr)
+    losses, top1 = [], []
+    for s in range(steps):
+        rows = slice(s * batch, (s + 1) * batch)
+        loss = info_nce_torch(Xq[rows] @ W, Xd[rows] @ W, tau)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        with torch.no_grad():
+            S = torch.nn.functional.normalize(Tq @ W, dim=-1) @ torch.nn.functional.normalize(Td @ W, dim=-1).T
+            top1.append((S.argmax(dim=1) == torch.arange(heldout)).double().mean().item())
+    return np.array(losses), np.array(top1), W.detach()
+
+
+@pytest.mark.parametrize("optimizer, lr", [("sgd", 0.5), ("adamw", 0.01)])
+def test_the_stack_trains_each_model_as_the_plain_loop_does(optimizer, lr):
+    """Trained side by side, each (tau, seed) model follows the one-model loop with info_nce_torch.
+    The stack sums rounding in other orders, so the two agree to float32 rounding, not bit for bit."""
+    taus, seeds, steps = [1.0, 0.1, 0.003], [0, 3], 25
+    grid = train_at_temperatures(taus, seeds, steps=steps, optimizer=optimizer, lr=lr)
+    for i, tau in enumerate(taus):
+        for j, seed in enumerate(seeds):
+            losses, top1, W = one_run_by_hand(tau, seed, steps, optimizer=optimizer, lr=lr)
+            run = grid[i][j]
+            assert run.tau == tau and run.losses[0] == pytest.approx(losses[0], rel=1e-6)  # before any step
+            np.testing.assert_allclose(run.losses, losses, rtol=1e-4)
+            torch.testing.assert_close(run.W, W, rtol=1e-4, atol=1e-5)
+            assert np.abs(run.heldout_top1 - top1).max() <= 0.004  # at most two of 500 queries on an edge
+            assert run.accuracy == run.heldout_top1[-1]
+
+
+def test_a_run_alone_is_the_same_run_inside_a_grid():
+    grid = train_at_temperatures([0.5, 0.02], [1, 2], steps=12, batch=8, heldout=40)
+    for i, tau in enumerate((0.5, 0.02)):
+        for j, seed in enumerate((1, 2)):
+            alone = train_at_temperature(tau, seed=seed, steps=12, batch=8, heldout=40)
+            np.testing.assert_allclose(grid[i][j].losses, alone.losses, rtol=1e-6)
+            torch.testing.assert_close(grid[i][j].W, alone.W, rtol=1e-6, atol=1e-7)
+            assert grid[i][j].accuracy == pytest.approx(alone.accuracy, abs=1 / 40)
+
+
+@pytest.mark.parametrize("taus, seeds, message", [
+    ([], [0], "taus must be a non-empty list"), ("0.1", [0], "taus must be a non-empty list"),
+    ([0.1, 0.0], [0], "tau must be a finite number > 0, got 0.0"), ([0.1], [], "seeds must be a non-empty list"),
+    ([0.1], 3, "seeds must be a non-empty list"), ([0.1], [0, -1], "seed must be an integer >= 0, got -1"),
+    ([1e-46], [0], r"tau=1e-46 is too small for these scores"),
+], ids=["taus-empty", "taus-string", "tau-zero", "seeds-empty", "seeds-int", "seed-negative", "tau-underflows"])
+def test_the_grid_refuses_bad_lists_by_name(taus, seeds, message):
+    with pytest.raises(ValueError, match=message):
+        train_at_temperatures(taus, seeds, steps=2)
+
+
 def test_the_lesson_claims_hold():
-    runs = {tau: train_at_temperature(tau, steps=300) for tau in (1.0, 0.1, 0.003)}
+    runs = {run.tau: run for (run,) in train_at_temperatures([1.0, 0.1, 0.003], [0], steps=300)}
     warm, mid, cold = runs[1.0], runs[0.1], runs[0.003]
     assert warm.share < 0.15  # too warm: never confident
     assert mid.share > 0.6 and cold.share > mid.share
