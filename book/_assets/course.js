@@ -78,7 +78,7 @@
           pre.setAttribute('tabindex', '0');
         }
         pre.classList.toggle('course-scrolled-end', pre.scrollLeft + pre.clientWidth >= pre.scrollWidth - 1);
-        if (!pre.dataset.courseWatch) {
+        if (!('courseWatch' in pre.dataset)) {
           pre.dataset.courseWatch = '';
           pre.addEventListener('scroll', () => pre.classList.toggle(
             'course-scrolled-end', pre.scrollLeft + pre.clientWidth >= pre.scrollWidth - 1), {passive: true});
@@ -109,7 +109,7 @@
   };
 
   const wireSlider = box => {
-    if (box.dataset.courseWired) return;
+    if ('courseWired' in box.dataset) return;
     const handle = box.querySelector('.noUi-handle');
     const readout = box.querySelector('.widget-readout');
     const stack = box.querySelector('.labs-live-stack');
@@ -149,6 +149,8 @@
     step('Next', 'ArrowRight', b => readout.after(b));
     let announced = null;
     let timer = null;
+    let moved = false;
+    for (const kind of ['keydown', 'pointerdown', 'click', 'change']) box.addEventListener(kind, () => { moved = true; }, true);
     const sync = () => {
       const value = text(readout);
       if (handle.getAttribute('aria-valuetext') !== value) handle.setAttribute('aria-valuetext', value);
@@ -156,9 +158,9 @@
         b.setAttribute('aria-pressed', b.classList.contains('mod-active') ? 'true' : 'false');
       }
       clearTimeout(timer);
-      timer = setTimeout(() => {  // once the stack has swapped in the new position
+      timer = setTimeout(() => {  // once the stack has swapped in the new position; only after the reader moved it
         const now = `${name} ${value}. ${shownIn(stack)}`;
-        if (announced !== null && now !== announced) live.textContent = now;
+        if (moved && now !== announced) live.textContent = now;
         announced = now;
       }, 150);
     };
@@ -171,7 +173,7 @@
     };
     new MutationObserver(sync).observe(handle, {attributes: true, attributeFilter: ['aria-valuenow', 'aria-valuetext']});
     new MutationObserver(sync).observe(readout, {childList: true, characterData: true, subtree: true});
-    new MutationObserver(sync).observe(stack, {attributes: true, subtree: true, attributeFilter: ['class', 'style']});
+    new MutationObserver(sync).observe(stack, {childList: true, attributes: true, subtree: true, attributeFilter: ['class', 'style']});
     for (const b of box.querySelectorAll('.widget-toggle-button')) {
       new MutationObserver(sync).observe(b, {attributes: true, attributeFilter: ['class']});
     }

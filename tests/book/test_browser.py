@@ -107,3 +107,81 @@ def test_page(page, book, chromium, base_url, shots, findings):
     if result.problems:
         pytest.fail(f"{page} ({result.summary}): {len(result.problems)} problem(s)\n"
                     + "\n".join(f"  - {p}" for p in result.problems), pytrace=False)
+
+
+SLIDER_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>A live slider</title>
+<link rel="stylesheet" href="_static/course.css">
+<script src="_static/widgets/require.js"></script><script src="_static/widgets/widgets-offline.js"></script>
+<script src="_static/widgets/embed-amd.js"></script><script src="_static/course.js"></script>
+<script type="application/vnd.jupyter.widget-state+json">{state}</script></head>
+<body><main><article class="bd-article"><h1>Temperature</h1><h2>The dial</h2><p>Move the temperature.</p>
+<div class="cell_output"><script type="application/vnd.jupyter.widget-view+json">{view}</script></div>
+</article></main></body></html>"""
+
+
+def describe_dial(tau: float) -> str:
+    return f"At tau {tau:.3f} the bar reaches {1 / (1 + tau):.0%} of the axis."
+
+
+def test_a_live_slider_in_the_page_for_every_reader(book, chromium, tmp_path):
+    """live_slider's stored figures carry their alt text in Chromium (the book's own widget manager and
+    course.js): the handle is named and announces the readout, a move announces the new picture, step
+    buttons move a slider whose 31 stops are too fine for a finger at 390 px, and axe finds nothing
+    critical or serious."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    from labs.classroom import sliders
+
+    def dial(tau: float) -> None:
+        fig, ax = plt.subplots(figsize=(3, 1.5))
+        ax.barh([0], [1 / (1 + tau)])
+        ax.set_xlim(0, 1)
+        plt.show()
+
+    taus = [round(0.02 * k, 2) for k in range(1, 32)]
+    real = sliders._reaches_a_frontend
+    sliders._reaches_a_frontend = lambda widget: True
+    try:
+        box = sliders.live_slider(dial, taus, description="temperature", fmt="{:.2f}", value=0.2,
+                                  alt=describe_dial)
+        state = widgets.Widget.get_manager_state()
+    finally:
+        sliders._reaches_a_frontend = real
+    (tmp_path / "_static").symlink_to(book / "_static")
+    view = json.dumps({"version_major": 2, "version_minor": 0, "model_id": box.model_id})
+    (tmp_path / "slider.html").write_text(SLIDER_PAGE.format(state=json.dumps(state).replace("</", "<\\/"),
+                                                             view=view), encoding="utf-8")
+    with browser.serve(tmp_path) as url:
+        context = chromium.new_context(viewport={"width": 390, "height": 844})
+        try:
+            page = context.new_page()
+            page.goto(f"{url}/slider.html", wait_until="load")
+            handle = page.locator(".labs-live-slider .noUi-handle")
+            handle.wait_for(timeout=20000)
+            alt = lambda: page.evaluate("() => [...document.querySelectorAll('.labs-live-stack img')]"
+                                        ".filter(i => i.offsetParent !== null).map(i => i.alt)")
+            page.wait_for_function("() => document.querySelector('.noUi-handle').getAttribute('aria-valuetext') === '0.20'")
+            assert alt() == [describe_dial(0.2)]
+            assert handle.get_attribute("aria-label") == "temperature"
+            handle.focus()
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function("() => document.querySelector('.noUi-handle').getAttribute('aria-valuetext') === '0.22'")
+            page.wait_for_function("s => document.querySelector('.labs-live-slider [aria-live]').textContent.includes(s)",
+                                   arg=describe_dial(0.22))
+            assert alt() == [describe_dial(0.22)]
+            step = page.get_by_role("button", name="Next temperature")
+            assert step.is_visible()  # 31 stops on a phone's track: under 11 px each
+            step.click()
+            page.wait_for_function("() => document.querySelector('.widget-readout').textContent.trim() === '0.24'")
+            assert alt() == [describe_dial(0.24)]
+            page.add_script_tag(content=browser.AXE_JS.read_text(encoding="utf-8"))
+            violations = page.evaluate("async () => (await axe.run(document.querySelector('article'))).violations"
+                                       ".map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes}))")
+            assert browser.axe_problems(violations, "390 px") == []
+        finally:
+            context.close()
