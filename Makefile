@@ -42,7 +42,7 @@ export OMP_WAIT_POLICY := PASSIVE
 # files (about 45 s), and the few thousand the checks import are compiled once (end of setup).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help python setup vendor chromium book book-clean test unit nbval nbval-alt browser checked-book lab \
+.PHONY: help python setup vendor chromium live live-check book book-clean test unit nbval nbval-alt browser checked-book lab \
         lab-check fresh-book gpu-check serve outputs lock clean report spread colab-twin
 
 help:
@@ -51,6 +51,9 @@ help:
 	@echo "              would compute), a clean book build, the browser check, the JupyterLab check"
 	@echo "make lab      set up and open the notebooks in JupyterLab on http://127.0.0.1:$(LAB_PORT)"
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000 for offline reading"
+	@echo "make live     the in-page model and the live demos' files in _live/ (make book runs it; minutes the first"
+	@echo "              time, about a second when nothing changed)"
+	@echo "make live-check  the live demos in Chromium against the Python models (make checked-book runs it)"
 	@echo "make browser  the browser check on _build/html, with desktop and phone screenshots in _build/screenshots"
 	@echo "              (PAGES=\"notebooks/03_infonce.html ...\" checks only those pages)"
 	@echo "make outputs  re-execute every notebook in place (saves widget state)"
@@ -100,7 +103,22 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 # ---- the book ------------------------------------------------------------
-book: setup vendor
+# The in-page model of the live demos (tools/live_model.py): the packaged all-MiniLM-L6-v2 and lesson 7's
+# fine-tuned copy (trained here as the lesson trains it) exported to ONNX with 8-bit weights, the search
+# sets' vectors, the stored examples, transformers.js and onnxruntime-web from node_modules and the page
+# files of book/live, into _live/site (copied into the book by html_extra_path). Its own target: a first
+# build takes about 3 minutes on a busy 2-core machine (the fine-tuning most of it); then a stamp keyed on
+# the inputs (package versions, weights, code) skips the models and a run costs about a second.
+live: setup vendor
+	@mkdir -p $(TIMES)
+	@start=$$(date +%s); $(PY) -m tools.live_model _live || exit 1; \
+	echo "{\"live_build_s\": $$(( $$(date +%s) - start ))}" > $(TIMES)/live.json
+
+# The live demos in Chromium against the Python models (tests/book/test_live.py), on the built book.
+live-check: setup chromium
+	$(BOOK_PYTEST) tests/book/test_live.py --html-root _build/html
+
+book: setup vendor live
 	@mkdir -p $(TIMES)
 	@start=$$(date +%s); \
 	$(BIN)/jupyter-book build . --builder html -W -n --keep-going || exit 1; \
@@ -174,7 +192,7 @@ browser: setup chromium
 
 # A clean book build followed by the browser check on it (the screenshots to look at: make browser).
 checked-book: fresh-book chromium
-	$(BOOK_PYTEST) tests/book/test_browser.py --html-root _build/html
+	$(BOOK_PYTEST) tests/book/test_browser.py tests/book/test_live.py --html-root _build/html
 
 # Every check runs side by side (the unit tests, the two nbval passes, a clean book build and its
 # browser check, the JupyterLab check): on a 2-core machine the cores never wait for one job to
@@ -196,4 +214,4 @@ lock: setup
 	@echo "Review .cache/freeze.txt and copy it into constraints.txt"
 
 clean:
-	rm -rf _build _vendor node_modules .cache
+	rm -rf _build _vendor _live node_modules .cache

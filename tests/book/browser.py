@@ -72,7 +72,11 @@ TAB_LIMIT = 9  # Tab presses from a slider's section heading to its handle ("und
 KNOWN_CONSOLE = [re.compile(r"Identifier 'THEBE_JS_URL' has already been declared")]
 SKIP_PAGES = {"genindex.html", "search.html"}
 PAGE_LIMIT = 3_000_000  # bytes per page, its images included
-BOOK_LIMIT = 80_000_000  # bytes, the whole built book
+BOOK_LIMIT = 80_000_000  # bytes, the whole built book but its live/ folder
+# The live demos' model, runtime and vectors (tools/live_model.py), fetched only when a reader uses a
+# demo (tests/book/test_live.py holds that), so counted apart from the book, under their own limit.
+LIVE_FOLDER = "live"
+LIVE_LIMIT = 70_000_000
 DESKTOP, PHONE = (1280, 900), (390, 844)
 WIDTHS = {"1280 px": DESKTOP, "390 px": PHONE}
 MERMAID_MIN = {"1280 px": 0.7, "390 px": 0.45}  # of a diagram's natural size
@@ -852,12 +856,14 @@ def page_weights(root: Path, pages: list[Path]) -> dict:
             if image.is_file() and root in image.parents:
                 total += image.stat().st_size
         weights[path.relative_to(root).as_posix()] = total
-    book = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+    live = root / LIVE_FOLDER
+    book = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and live not in f.parents)
+    live_bytes = sum(f.stat().st_size for f in live.rglob("*") if f.is_file())
     # with the scripts and stylesheets each page names (reported, not limited: asset_problems says
     # what no page may load)
     fetched = {rel: size + sum(page_assets(root, root / rel).values()) for rel, size in weights.items()}
     return {"pages": weights, "total_bytes": book, "page_limit_bytes": PAGE_LIMIT, "book_limit_bytes": BOOK_LIMIT,
-            "with_scripts_and_styles": fetched}
+            "with_scripts_and_styles": fetched, "live_bytes": live_bytes, "live_limit_bytes": LIVE_LIMIT}
 
 
 def weight_problems(weights: dict) -> list[Problem]:
@@ -866,6 +872,9 @@ def weight_problems(weights: dict) -> list[Problem]:
     if weights["total_bytes"] > BOOK_LIMIT:
         out.append(Problem("weight", f"the built book weighs {weights['total_bytes'] / 1e6:.1f} MB "
                                      f"(limit {BOOK_LIMIT / 1e6:.0f} MB)"))
+    if weights.get("live_bytes", 0) > LIVE_LIMIT:
+        out.append(Problem("weight", f"the live demos' files ({LIVE_FOLDER}/) weigh {weights['live_bytes'] / 1e6:.1f} MB "
+                                     f"(limit {LIVE_LIMIT / 1e6:.0f} MB)"))
     return out
 
 

@@ -15,7 +15,8 @@ import pytest
 
 LEFT_OUT = pytest.StashKey[set]()  # the browser modules a folder run left out
 FINDINGS = pytest.StashKey[tuple]()  # (the findings file, every page's result), set by test_browser.py
-BROWSER_MODULES = {"test_browser.py": "make checked-book or make browser", "test_lab.py": "make lab-check"}
+BROWSER_MODULES = {"test_browser.py": "make checked-book or make browser", "test_lab.py": "make lab-check",
+                   "test_live.py": "make checked-book or make live-check"}
 
 
 def pytest_addoption(parser):
@@ -39,7 +40,7 @@ def pytest_ignore_collect(collection_path: Path, config):
     """Not collected from a folder run unless the built book is given (named on the command line,
     they always are)."""
     if collection_path.name in BROWSER_MODULES and collection_path.parent == Path(__file__).parent:
-        if collection_path.name == "test_browser.py" and config.getoption("html_root", default=None):
+        if collection_path.name in ("test_browser.py", "test_live.py") and config.getoption("html_root", default=None):
             return None
         if _folder_run(config, collection_path):
             config.stash.setdefault(LEFT_OUT, set()).add(collection_path.name)

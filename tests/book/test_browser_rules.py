@@ -76,6 +76,23 @@ def test_page_weight_counts_the_html_and_the_images_it_loads(bc, tmp_path):
     assert weights["total_bytes"] == len(html) + 1500
 
 
+def test_the_live_folder_is_weighed_apart_from_the_book(bc, tmp_path):
+    """The live demos' model (live/, fetched only on use) has its own limit; the rest of the book keeps its own."""
+    page = tmp_path / "index.html"
+    page.write_text("<p>a page</p>")
+    (tmp_path / "live" / "models").mkdir(parents=True)
+    (tmp_path / "live" / "models" / "model.onnx").write_bytes(b"x" * 2000)
+    (tmp_path / "live" / "demos.js").write_bytes(b"y" * 30)
+    weights = bc.page_weights(tmp_path, [page])
+    assert weights["total_bytes"] == len("<p>a page</p>")
+    assert weights["live_bytes"] == 2030
+    assert bc.weight_problems(weights) == []
+    heavy = dict(weights, live_bytes=bc.LIVE_LIMIT + 1)
+    assert [p.text for p in bc.weight_problems(heavy)] == [
+        f"the live demos' files (live/) weigh {(bc.LIVE_LIMIT + 1) / 1e6:.1f} MB (limit {bc.LIVE_LIMIT / 1e6:.0f} MB)"]
+    assert len(bc.weight_problems(dict(weights, total_bytes=bc.BOOK_LIMIT + 1))) == 1
+
+
 def test_shown_images_compare_with_the_stored_ones(bc):
     svg = '<svg xmlns="http://www.w3.org/2000/svg"><text>a &amp; b #1 50%</text></svg>'
     from urllib.parse import quote

@@ -1,0 +1,839 @@
+/* The book's live demos: the controls of every <div class="live-demo" data-live="KIND"> on a page.
+ *
+ * Loaded by live-loader.js (book/_assets) only on pages that have such a div, after stored.js (the
+ * example questions and the stored results, written by tools/live_model.py). KIND is
+ *   search   a question box over the lesson-1 help articles, ranked by the model in the page;
+ *   pooling  two sentences, their tokens, and their cosine under three poolings;
+ *   infonce  a question and its cards on the unit circle, a temperature, InfoNCE's shares, loss
+ *            and pull/push arrows (data-tau: the starting temperature);
+ *   compare  the search box over lesson 7's help-desk articles, untouched and fine-tuned models
+ *            side by side.
+ * The model (model.mjs and the files it fetches) loads the first time the reader uses a demo
+ * (focus, typing, a click), never before. Where the page cannot run it, one line says why and how
+ * to read it, and the stored result is shown.
+ *
+ * Written in plain ES5 so that an old browser can parse it and be told it is too old. Reader text
+ * goes into the page as text only (textContent), never as HTML. Each demo keeps what it shows in
+ * div.labsLive (the browser tests compare it with the Python side).
+ */
+(function () {
+  "use strict";
+
+  var live = window.labsLive = window.labsLive || {};
+  var stored = window.labsLiveStored;
+  var SVG = "http://www.w3.org/2000/svg";
+  var counter = 0;
+  // The smallest wasm module that uses SIMD (the runtime's plain build needs it).
+  var SIMD = typeof Uint8Array === "undefined" ? null : new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1,
+    123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
+  // import() written so that a browser without it can still parse this file.
+  var importModule = null;
+
+  // ---- helpers ---------------------------------------------------------------------------
+
+  function make(tag, props, kids) {
+    var e = document.createElement(tag);
+    setProps(e, props);
+    (kids || []).forEach(function (kid) {
+      if (kid !== null && kid !== undefined) e.appendChild(typeof kid === "string" ? document.createTextNode(kid) : kid);
+    });
+    return e;
+  }
+
+  function svg(tag, props) {
+    var e = document.createElementNS(SVG, tag);
+    setProps(e, props);
+    return e;
+  }
+
+  function setProps(e, props) {
+    for (var k in props || {}) {
+      if (!props.hasOwnProperty(k)) continue;
+      if (k === "text") e.textContent = props[k];
+      else if (k === "class") e.setAttribute("class", props[k]);
+      else e.setAttribute(k, props[k]);
+    }
+  }
+
+  function uid(what) {
+    counter += 1;
+    return "live-" + what + "-" + counter;
+  }
+
+  function clear(e) {
+    while (e.firstChild) e.removeChild(e.firstChild);
+  }
+
+  function fixed(x, digits) {
+    return (Math.abs(x) < 0.5 * Math.pow(10, -digits) ? 0 : x).toFixed(digits);
+  }
+
+  function mb(bytes) {
+    return (bytes / 1e6).toFixed(1);
+  }
+
+  function quoted(text, n) {
+    var t = text.replace(/\s+/g, " ").trim();
+    return "\u201c" + (t.length > n ? t.slice(0, n - 1) + "\u2026" : t) + "\u201d";
+  }
+
+  function grouped(n) {
+    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  }
+
+  /** One line saying why this browser cannot run the model, or null when it can. */
+  function cannotRun() {
+    if (location.protocol === "file:") {
+      return "This page is open as a file, and browsers run the model only in pages served over http: in the " +
+        "course's folder run make serve, then open this page from http://127.0.0.1:8000.";
+    }
+    if (typeof WebAssembly !== "object" || typeof WebAssembly.validate !== "function") {
+      return "This browser runs no WebAssembly, which the model needs: open the page in a current Chrome, Edge, " +
+        "Firefox or Safari with WebAssembly allowed.";
+    }
+    if (!SIMD || typeof Promise === "undefined" || !window.fetch || typeof BigInt64Array === "undefined" ||
+        typeof TextDecoder === "undefined" || !("noModule" in document.createElement("script"))) {
+      return "This browser is too old to run the model (it needs JavaScript modules, fetch and 64-bit integer " +
+        "arrays): open the page in a current Chrome, Edge, Firefox or Safari.";
+    }
+    if (!WebAssembly.validate(SIMD)) {
+      return "This browser's WebAssembly has no SIMD, which the model's runtime needs: open the page in a " +
+        "browser from 2021 or later.";
+    }
+    return null;
+  }
+
+  function describe(err) {
+    if (err && err.path) return err.message + ".";
+    return "The model could not start in this page (" + String((err && err.message) || err).slice(0, 200) + ").";
+  }
+
+  /** The model, its files and the search sets a demo needs, loaded once per page per demo. */
+  function loader(demo, needs) {
+    var ready = null;
+    return function ensure() {
+      if (ready) return ready;
+      var reason = cannotRun();
+      if (reason) {
+        ready = Promise.reject({ reason: reason });
+      } else {
+        if (!importModule) importModule = new Function("url", "return import(url)");
+        demo.progress({ done: 0, total: 0 });
+        ready = importModule(live.root + "live/model.mjs?v=" + stored.version).then(function (mod) {
+          return mod.prepare(needs, function (p) { demo.progress(p); });
+        }, function (err) {
+          throw { reason: "The model's script did not load (live/model.mjs: " + String(err.message || err).slice(0, 160) +
+            "). Rebuild the book with make book, and serve it with make serve." };
+        }).then(function (ctx) {
+          demo.loaded(ctx.report);
+          return ctx;
+        });
+      }
+      ready = ready.then(null, function (err) {
+        var why = err && err.reason ? err.reason : describe(err);
+        demo.fallback(why);
+        throw { reason: why, handled: true };
+      });
+      return ready;
+    };
+  }
+
+  function loadedLine(report) {
+    var where = report.cachedBytes > 0 && report.fetchedBytes === 0 ? "from this browser's cache" :
+      report.cachedBytes > 0 ? mb(report.fetchedBytes) + " MB from the book, the rest from this browser's cache" :
+        "from the book";
+    return "Loaded " + report.labels.join(" and ") + " (8-bit weights, " + report.modelBytes.map(mb).join(" + ") +
+      " MB), its tokenizer and the WebAssembly runtime: " + mb(report.totalBytes) + " MB " + where +
+      (report.sharedBytes ? " (the other " + mb(report.sharedBytes) + " MB were loaded by another demo on this page)" : "") +
+      " in " + report.seconds.toFixed(1) + " s. Your text stays in this page.";
+  }
+
+  /** The parts every model demo has: a status line with progress, and a note for when it cannot run. */
+  function frame(div, state) {
+    var status = make("p", { "class": "live-status", role: "status" });
+    var bar = make("progress", { "class": "live-progress", max: "1", value: "0", hidden: "hidden" });
+    var note = make("p", { "class": "live-note", hidden: "hidden" });
+    return {
+      status: status, bar: bar, note: note,
+      progress: function (p) {
+        if (state.status === "fallback") return; // another file failed: the rest no longer matters
+        bar.removeAttribute("hidden");
+        bar.setAttribute("max", String(p.total || 1));
+        bar.setAttribute("value", String(p.done));
+        bar.setAttribute("aria-label", "Loading the model");
+        status.textContent = p.total ? "Loading the model: " + mb(p.done) + " of " + mb(p.total) + " MB" +
+          (p.fromCache ? " (from this browser's cache)" : "") : "Loading the model\u2026";
+        state.status = "loading";
+      },
+      loaded: function (report) {
+        bar.setAttribute("hidden", "hidden");
+        status.textContent = loadedLine(report);
+        state.status = "ready";
+        state.loaded = report;
+      },
+      fallback: function (why) {
+        bar.setAttribute("hidden", "hidden");
+        status.textContent = "";
+        note.textContent = why;
+        note.removeAttribute("hidden");
+        state.status = "fallback";
+        state.fallback = why;
+      }
+    };
+  }
+
+  /** Runs ``compute(texts)`` for the latest texts only, one at a time; ``show`` gets a result only
+   * while the boxes still hold the texts it was computed for. */
+  function latest(current, compute, show, failed) {
+    var busy = false;
+    var wanted = null;
+    function pump() {
+      if (busy || wanted === null) return;
+      busy = true;
+      var texts = wanted;
+      wanted = null;
+      compute(texts).then(function (result) {
+        busy = false;
+        if (current().join("\u0000") === texts.join("\u0000")) show(texts, result);
+        pump();
+      }, function (err) {
+        busy = false;
+        wanted = null;
+        failed(err);
+      });
+    }
+    return {
+      request: function (texts) {
+        wanted = texts;
+        pump();
+      },
+      cancel: function () {
+        wanted = null;
+      }
+    };
+  }
+
+  function onFirstUse(elements, ensure) {
+    var go = function () { ensure().then(null, function () {}); };
+    elements.forEach(function (e) {
+      ["focus", "pointerdown", "keydown", "input"].forEach(function (type) { e.addEventListener(type, go); });
+    });
+  }
+
+  // ---- search and compare -----------------------------------------------------------------
+
+  var SEARCH = {
+    search: {
+      set: "search", keys: ["minilm"], label: "Your question to the help articles",
+      heads: { minilm: null }, button: "Rank",
+      intro: "Ask anything; the model in this page ranks the 85 help articles by cosine with your question."
+    },
+    compare: {
+      set: "helpdesk", keys: ["minilm", "tuned"], label: "Your question to the help-desk articles",
+      heads: { minilm: "Untouched model", tuned: "Fine-tuned on the help-desk questions" }, button: "Rank",
+      intro: "Both models rank the 60 help-desk articles for the same question, in this page."
+    }
+  };
+
+  function searchDemo(div, kind) {
+    var spec = SEARCH[kind];
+    var examples = stored.examples[kind];
+    var state = { kind: kind, status: "idle", query: null, rankings: null, scores: null, vectors: null, message: null };
+    div.labsLive = state;
+    var inputId = uid("q");
+    var input = make("input", { id: inputId, type: "text", "class": "live-input", autocomplete: "off",
+      spellcheck: "false", enterkeyhint: "search" });
+    var button = make("button", { type: "submit", "class": "live-button", text: spec.button });
+    var form = make("form", { "class": "live-form", role: "search" }, [
+      make("label", { "for": inputId, "class": "live-label", text: spec.label }),
+      make("div", { "class": "live-row" }, [input, button])]);
+    var tryId = uid("try");
+    var chips = examples.map(function (ex) {
+      return make("button", { type: "button", "class": "live-chip", text: ex.question });
+    });
+    var tries = make("div", { "class": "live-examples", role: "group", "aria-labelledby": tryId },
+      [make("span", { id: tryId, "class": "live-try", text: "Try:" })].concat(chips));
+    var f = frame(div, state);
+    var message = make("p", { "class": "live-message", "aria-live": "polite" });
+    var columns = make("div", { "class": "live-columns" + (spec.keys.length > 1 ? " live-two" : "") });
+    var lists = {};
+    spec.keys.forEach(function (key) {
+      var list = make("ol", { "class": "live-ranking" });
+      var head = spec.heads[key] ? make("h3", { "class": "live-head", text: spec.heads[key] }) : null;
+      var sub = make("p", { "class": "live-sub", text: stored.models[key].label });
+      lists[key] = list;
+      columns.appendChild(make("div", { "class": "live-column" }, [head, head ? sub : null, list]));
+    });
+    columns.setAttribute("hidden", "hidden");
+    clear(div);
+    div.appendChild(make("p", { "class": "live-intro", text: spec.intro }));
+    [form, tries, f.bar, f.status, f.note, message, columns].forEach(function (e) { div.appendChild(e); });
+
+    function rightFor(text) {
+      for (var i = 0; i < examples.length; i++) if (examples[i].question === text) return examples[i].right;
+      return [];
+    }
+
+    function show(text, rows, caption, cut) {
+      var right = rightFor(text);
+      spec.keys.forEach(function (key) {
+        var list = lists[key];
+        clear(list);
+        rows[key].forEach(function (row) {
+          var cos = Math.max(0, Math.min(1, row.cosine));
+          var bar = make("span", { "class": "live-bar", "aria-hidden": "true" });
+          bar.style.width = (100 * cos).toFixed(1) + "%";
+          var good = right.indexOf(row.id) >= 0 ? make("span", { "class": "live-right", text: "\u2713 answers it" }) : null;
+          list.appendChild(make("li", { "data-id": row.id }, [
+            make("span", { "class": "live-score" }, [make("span", { "class": "live-cos", text: fixed(row.cosine, 3) }),
+              make("span", { "class": "live-track", "aria-hidden": "true" }, [bar])]),
+            make("span", { "class": "live-doc" }, [make("span", { "class": "live-text", text: row.text }), " ",
+              make("span", { "class": "live-id", text: row.id }), good ? " " : null, good])]));
+        });
+      });
+      columns.removeAttribute("hidden");
+      columns.setAttribute("data-query", text);
+      message.textContent = caption + (cut || "");
+      state.query = text;
+    }
+
+    function showStored(text) {
+      var entry = null;
+      var list = stored[kind];
+      for (var i = 0; i < list.length; i++) if (list[i].question === text) entry = list[i];
+      if (!entry) entry = list[0];
+      var rows = {};
+      spec.keys.forEach(function (key) { rows[key] = kind === "search" ? entry.ranking : entry.rankings[key]; });
+      if (input.value !== entry.question) input.value = entry.question;
+      show(entry.question, rows, "Stored result for " + quoted(entry.question, 80) + ", computed with the same model " +
+        "when the book was built.");
+      state.rankings = rows;
+      state.stored = true;
+    }
+
+    function showEmpty() {
+      columns.setAttribute("hidden", "hidden");
+      columns.removeAttribute("data-query");
+      message.textContent = "The box is empty: type a question, and the articles are ranked by how close they are to it.";
+      state.query = "";
+      state.rankings = null;
+      state.message = "empty";
+    }
+
+    var ensure = loader(f, { models: spec.keys, sets: [spec.set] });
+
+    function compute(texts) {
+      var text = texts[0];
+      return ensure().then(function (ctx) {
+        var set = ctx.sets[spec.set];
+        var out = { rows: {}, scores: {}, vectors: {}, ms: 0, cut: false, count: 0 };
+        return spec.keys.reduce(function (chain, key) {
+          return chain.then(function () {
+            return ctx.models[key].embed(text).then(function (e) {
+              var docs = set.vectors[key];
+              var D = e.vector.length;
+              var scores = [];
+              for (var i = 0; i < set.ids.length; i++) {
+                var s = 0;
+                for (var d = 0; d < D; d++) s += docs[i * D + d] * e.vector[d];
+                scores.push(s);
+              }
+              var order = scores.map(function (s, i) { return i; });
+              order.sort(function (a, b) { return scores[b] - scores[a] || a - b; });
+              out.rows[key] = order.slice(0, 5).map(function (i) {
+                return { id: set.ids[i], cosine: scores[i], text: set.texts[i] };
+              });
+              out.scores[key] = scores;
+              out.vectors[key] = Array.prototype.slice.call(e.vector);
+              out.ms += e.ms;
+              out.cut = e.cut;
+              out.count = e.count;
+              out.limit = ctx.models[key].maxTokens;
+            });
+          });
+        }, Promise.resolve()).then(function () { return out; });
+      });
+    }
+
+    var runner = latest(function () { return [input.value]; }, compute, function (texts, r) {
+      var best = r.rows[spec.keys[spec.keys.length - 1]][0];
+      var cut = r.cut ? " Your text is " + grouped(r.count) + " tokens long; the model reads only its first " + r.limit +
+        " (its limit), so this ranking is for the beginning alone." : "";
+      show(texts[0], r.rows, "Ranked for " + quoted(texts[0], 80) + " in " + Math.max(1, Math.round(r.ms)) + " ms: the " +
+        "best match is " + best.id + " at cosine " + fixed(best.cosine, 3) + ".", cut);
+      state.rankings = r.rows;
+      state.scores = r.scores;
+      state.vectors = r.vectors;
+      state.cut = r.cut;
+      state.count = r.count;
+      state.message = r.cut ? "cut" : null;
+      state.stored = false;
+    }, function () {
+      showStored(input.value);
+    });
+
+    function ask(text) {
+      if (state.status === "fallback") {
+        showStored(text);
+        return;
+      }
+      if (!text.trim()) {
+        runner.cancel();
+        showEmpty();
+        return;
+      }
+      runner.request([text]);
+    }
+
+    input.addEventListener("input", function () { ask(input.value); });
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      ask(input.value);
+    });
+    chips.forEach(function (chip, i) {
+      chip.addEventListener("click", function () {
+        input.value = examples[i].question;
+        ask(input.value);
+      });
+    });
+    var reason = cannotRun();
+    if (reason) {
+      f.fallback(reason);
+      showStored(examples[0].question);
+    } else {
+      onFirstUse([input, button].concat(chips), ensure);
+    }
+  }
+
+  // ---- pooling ----------------------------------------------------------------------------
+
+  var POOLINGS = [
+    ["mean_masked", "Mean of the real tokens (the attention mask leaves the padding out)"],
+    ["mean_unmasked", "Mean of every position, padding included (no mask)"],
+    ["cls", "The first token, [CLS]"]
+  ];
+
+  function cosine(a, b) {
+    var ab = 0, aa = 0, bb = 0;
+    for (var i = 0; i < a.length; i++) {
+      ab += a[i] * b[i];
+      aa += a[i] * a[i];
+      bb += b[i] * b[i];
+    }
+    return ab / Math.sqrt(aa) / Math.sqrt(bb);
+  }
+
+  /** The three poolings of a (B, T, D) grid with its (B, T) mask, in float64. */
+  function pool(g) {
+    var out = { mean_masked: [], mean_unmasked: [], cls: [] };
+    for (var b = 0; b < g.B; b++) {
+      var masked = new Array(g.D), all = new Array(g.D), first = new Array(g.D), real = 0;
+      for (var d = 0; d < g.D; d++) { masked[d] = 0; all[d] = 0; first[d] = g.grid[(b * g.T) * g.D + d]; }
+      for (var t = 0; t < g.T; t++) {
+        var m = g.mask[b][t];
+        real += m;
+        for (d = 0; d < g.D; d++) {
+          var x = g.grid[(b * g.T + t) * g.D + d];
+          all[d] += x;
+          if (m) masked[d] += x;
+        }
+      }
+      for (d = 0; d < g.D; d++) { masked[d] /= real; all[d] /= g.T; }
+      out.mean_masked.push(masked);
+      out.mean_unmasked.push(all);
+      out.cls.push(first);
+    }
+    return out;
+  }
+
+  function heat(x) {
+    var a = Math.min(1, Math.abs(x) / 0.6);
+    return x >= 0 ? "rgba(23, 92, 200, " + a.toFixed(2) + ")" : "rgba(190, 40, 30, " + a.toFixed(2) + ")";
+  }
+
+  function poolingDemo(div) {
+    var example = stored.pooling;
+    var limit = stored.models.minilm.maxTokens;
+    var state = { kind: "pooling", status: "idle", texts: null, message: null };
+    div.labsLive = state;
+    var ids = [uid("a"), uid("b")];
+    var inputs = [0, 1].map(function (i) {
+      var box = make("input", { id: ids[i], type: "text", "class": "live-input", autocomplete: "off", spellcheck: "false" });
+      box.value = example.texts[i];
+      return box;
+    });
+    var button = make("button", { type: "submit", "class": "live-button", text: "Pool" });
+    var form = make("form", { "class": "live-form live-pair" }, [
+      make("label", { "for": ids[0], "class": "live-label", text: "Sentence A" }), inputs[0],
+      make("label", { "for": ids[1], "class": "live-label", text: "Sentence B" }),
+      make("div", { "class": "live-row" }, [inputs[1], button])]);
+    var f = frame(div, state);
+    var tokens = make("div", { "class": "live-tokens" });
+    var message = make("p", { "class": "live-message", "aria-live": "polite" });
+    var table = make("table", { "class": "live-table" });
+    clear(div);
+    div.appendChild(make("p", { "class": "live-intro", text: "Two sentences go through the model together, the " +
+      "shorter padded to the longer. Each token comes out as a vector; three poolings make one vector per sentence." }));
+    [form, f.bar, f.status, f.note, tokens, table, message].forEach(function (e) { div.appendChild(e); });
+
+    function drawTokens(rows, mask, grid, T, D) {
+      clear(tokens);
+      rows.forEach(function (row, b) {
+        var label = "Sentence " + "AB"[b] + ": " + mask[b].reduce(function (s, m) { return s + m; }, 0) + " tokens" +
+          (mask[b].indexOf(0) >= 0 ? ", then " + mask[b].filter(function (m) { return !m; }).length + " [PAD]" : "");
+        var chips = row.map(function (tok, t) {
+          var strip = null;
+          if (grid) {
+            strip = make("span", { "class": "live-strip", "aria-hidden": "true" });
+            for (var d = 0; d < 12; d++) {
+              var cell = make("span", {});
+              cell.style.background = heat(grid[(b * T + t) * D + d]);
+              strip.appendChild(cell);
+            }
+          }
+          return make("li", { "class": mask[b][t] ? "live-token" : "live-token live-pad" },
+            [make("span", { text: tok }), strip]);
+        });
+        tokens.appendChild(make("p", { "class": "live-token-label", text: label }));
+        tokens.appendChild(make("ul", { "class": "live-token-row", "aria-label": label }, chips));
+      });
+      if (grid) {
+        tokens.appendChild(make("p", { "class": "live-sub", text: "Under each token: the first 12 of its " + D +
+          " numbers (blue above zero, red below)." }));
+      }
+    }
+
+    function drawTable(cosines, caption) {
+      clear(table);
+      table.appendChild(make("caption", { text: caption }));
+      table.appendChild(make("thead", {}, [make("tr", {}, [make("th", { scope: "col", text: "Pooling" }),
+        make("th", { scope: "col", text: "cosine(A, B)" })])]));
+      var body = make("tbody");
+      POOLINGS.forEach(function (p) {
+        body.appendChild(make("tr", {}, [make("th", { scope: "row", text: p[1] }),
+          make("td", { text: fixed(cosines[p[0]], 3) })]));
+      });
+      table.appendChild(body);
+      table.removeAttribute("hidden");
+    }
+
+    function showStored() {
+      drawTokens(example.tokens, example.mask, null);
+      drawTable(example.cosines, "Stored result for the two sentences above, computed with the same model when " +
+        "the book was built");
+      state.texts = example.texts.slice();
+      state.stored = true;
+      state.cosines = example.cosines;
+    }
+
+    var ensure = loader(f, { models: ["minilm"], sets: [] });
+
+    function compute(texts) {
+      return ensure().then(function (ctx) { return ctx.models.minilm.grid(texts); });
+    }
+
+    var runner = latest(function () { return [inputs[0].value, inputs[1].value]; }, compute, function (texts, g) {
+      var pooled = pool(g);
+      var cosines = {};
+      POOLINGS.forEach(function (p) { cosines[p[0]] = cosine(pooled[p[0]][0], pooled[p[0]][1]); });
+      drawTokens(g.tokens, g.mask, g.grid, g.T, g.D);
+      drawTable(cosines, "Cosine between the two sentences, computed in this page");
+      var pads = g.mask.map(function (row) { return row.filter(function (m) { return !m; }).length; });
+      var which = pads[0] ? 0 : pads[1] ? 1 : -1;
+      var cut = g.cut.map(function (c, b) {
+        return c ? " Sentence " + "AB"[b] + " is " + grouped(g.counts[b]) + " tokens long; the model reads only its first " +
+          limit + "." : "";
+      }).join("");
+      message.textContent = (which < 0 ? "Both sentences have " + g.T + " tokens: no padding, so the two means agree." :
+        "Sentence " + "AB"[which] + " is padded with " + pads[which] + " [PAD] to " + g.T + " positions; without the mask " +
+        "its mean counts them as if they were words.") + cut;
+      state.texts = texts;
+      state.tokens = g.tokens;
+      state.ids = g.ids;
+      state.mask = g.mask;
+      state.T = g.T;
+      state.D = g.D;
+      state.grid = Array.prototype.slice.call(g.grid);
+      state.pooled = pooled;
+      state.cosines = cosines;
+      state.cut = g.cut;
+      state.message = g.cut[0] || g.cut[1] ? "cut" : null;
+      state.stored = false;
+    }, function () {
+      showStored();
+    });
+
+    function ask() {
+      var texts = [inputs[0].value, inputs[1].value];
+      if (state.status === "fallback") return;
+      var empty = texts.map(function (t) { return !t.trim(); });
+      if (empty[0] || empty[1]) {
+        runner.cancel();
+        clear(tokens);
+        table.setAttribute("hidden", "hidden");
+        message.textContent = (empty[0] && empty[1] ? "Both boxes are empty" : "Sentence " + (empty[0] ? "A" : "B") +
+          " is empty") + ": type a sentence in each box to compare them.";
+        state.texts = texts;
+        state.cosines = null;
+        state.message = "empty";
+        return;
+      }
+      runner.request(texts);
+    }
+
+    inputs.forEach(function (box) { box.addEventListener("input", ask); });
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      ask();
+    });
+    showStored();
+    var reason = cannotRun();
+    if (reason) f.fallback(reason);
+    else onFirstUse(inputs.concat([button]), ensure);
+  }
+
+  // ---- InfoNCE on the unit circle ------------------------------------------------------------
+
+  var TAU_MIN = 0.01, TAU_MAX = 2;
+  // Where the question and the cards start, in degrees: the answer card near the question, one
+  // wrong card close behind it, two far away.
+  var START = { question: 30, cards: [70, 125, 215, 300] };
+  var ARROW = 1; // an arrow is ARROW x tau x minus the gradient: the gradient in units of the loss's natural size, 1 / tau
+  var R = 100; // the unit circle's radius in the figure's own units (SVG text has no tiny font sizes)
+  var DOT = 0.075 * R; // a vector's dot
+
+  /** The row's InfoNCE for question q and cards (card 0 the answer), as the lesson writes it:
+   * s_j = q . c_j, share_j = softmax(s / tau)_j, loss = -log share_0,
+   * dL/ds_j = (share_j - [j = 0]) / tau, dL/dq = sum_j dL/ds_j c_j, dL/dc_j = dL/ds_j q. */
+  function infonce(q, cards, tau) {
+    var s = cards.map(function (c) { return q[0] * c[0] + q[1] * c[1]; });
+    var z = s.map(function (x) { return x / tau; });
+    var top = Math.max.apply(null, z);
+    var sum = z.reduce(function (acc, x) { return acc + Math.exp(x - top); }, 0);
+    var logShares = z.map(function (x) { return x - top - Math.log(sum); });
+    var shares = logShares.map(Math.exp);
+    var ds = shares.map(function (p, j) { return (p - (j === 0 ? 1 : 0)) / tau; });
+    var gq = [0, 0];
+    cards.forEach(function (c, j) {
+      gq[0] += ds[j] * c[0];
+      gq[1] += ds[j] * c[1];
+    });
+    return {
+      scores: s, shares: shares, loss: -logShares[0], gradQuestion: gq,
+      gradCards: ds.map(function (g) { return [g * q[0], g * q[1]]; })
+    };
+  }
+  live.infonce = infonce;
+
+  function unit(deg) {
+    var r = deg * Math.PI / 180;
+    return [Math.cos(r), Math.sin(r)];
+  }
+
+  function infonceDemo(div) {
+    var tau0 = parseFloat(div.getAttribute("data-tau"));
+    if (!(tau0 >= TAU_MIN && tau0 <= TAU_MAX)) tau0 = 0.5;
+    var angles = { question: START.question, cards: START.cards.slice() };
+    var tau = tau0;
+    var state = { kind: "infonce", status: "ready" };
+    div.labsLive = state;
+    var names = ["Answer card", "Wrong card 1", "Wrong card 2", "Wrong card 3"];
+    var short = ["A", "1", "2", "3"];
+
+    var figure = svg("svg", { viewBox: [-1.5 * R, -1.5 * R, 3 * R, 3 * R].join(" "), "class": "live-circle",
+      role: "group", "aria-label": "The question and its four cards on the unit circle, with the step the loss " +
+      "asks of each" });
+    figure.appendChild(svg("circle", { cx: 0, cy: 0, r: R, "class": "live-unit" }));
+    figure.appendChild(svg("line", { x1: -1.2 * R, y1: 0, x2: 1.2 * R, y2: 0, "class": "live-axis" }));
+    figure.appendChild(svg("line", { x1: 0, y1: -1.2 * R, x2: 0, y2: 1.2 * R, "class": "live-axis" }));
+    var arrows = svg("g", { "class": "live-arrows", "aria-hidden": "true" });
+    figure.appendChild(arrows);
+    var handles = [];
+
+    function handle(cls, label, text) {
+      var g = svg("g", { "class": "live-handle " + cls, tabindex: "0", role: "slider", "aria-label": label,
+        "aria-valuemin": "0", "aria-valuemax": "359" });
+      g.appendChild(svg("circle", { r: 0.16 * R, "class": "live-hit" }));
+      g.appendChild(svg("circle", { r: 0.11 * R, "class": "live-ring" }));
+      g.appendChild(svg("circle", { r: DOT, "class": "live-dot" }));
+      var t = svg("text", { "class": "live-label-svg", "text-anchor": "middle", "dominant-baseline": "central" });
+      t.textContent = text;
+      g.appendChild(t);
+      figure.appendChild(g);
+      handles.push(g);
+      return g;
+    }
+    var qHandle = handle("live-question", "Question", "Q");
+    var cardHandles = names.map(function (name, j) { return handle(j === 0 ? "live-answer" : "live-wrong", name, short[j]); });
+
+    var tauId = uid("tau");
+    var slider = make("input", { id: tauId, type: "range", "class": "live-range", min: String(Math.log10(TAU_MIN)),
+      max: String(Math.log10(TAU_MAX)), step: "0.001" });
+    var number = make("input", { type: "number", "class": "live-number", min: String(TAU_MIN), max: String(TAU_MAX),
+      step: "any", "aria-label": "Temperature \u03c4, typed" });
+    var controls = make("div", { "class": "live-controls" }, [
+      make("label", { "for": tauId, "class": "live-label", text: "Temperature \u03c4" }), slider, number]);
+    var warn = make("p", { "class": "live-message", "aria-live": "polite" });
+    var table = make("table", { "class": "live-table" });
+    var summary = make("p", { "class": "live-summary", "aria-live": "polite" });
+    clear(div);
+    div.appendChild(make("p", { "class": "live-intro", text: "Drag the question (Q) or a card around the circle, or " +
+      "focus one and use the arrow keys (Shift: 10\u00b0 a step). Arrows show the step the loss asks of each vector, " +
+      "minus its gradient, drawn \u03c4 times its length so that temperatures compare." }));
+    [make("div", { "class": "live-figure" }, [figure]), controls, warn, summary, table].forEach(function (e) {
+      div.appendChild(e);
+    });
+
+    /** An arrow from ``from`` by ``step`` (unit-circle coordinates, y up), drawn in the figure's units (y down). */
+    function arrow(from, step, cls) {
+      var dx = R * step[0], dy = -R * step[1];
+      var len = Math.sqrt(dx * dx + dy * dy);
+      var g = svg("g", { "class": "live-arrow " + cls });
+      g.setAttribute("data-step", step[0] + " " + step[1]);
+      if (len < 2) return g;
+      // from the rim of the vector's dot, so that all of the arrow's length shows
+      var x1 = R * from[0] + DOT * dx / len, y1 = -R * from[1] + DOT * dy / len;
+      var x2 = x1 + dx, y2 = y1 + dy, ux = dx / len, uy = dy / len, h = Math.min(9, 0.6 * len);
+      var bx = x2 - ux * h, by = y2 - uy * h;
+      g.appendChild(svg("line", { x1: x1.toFixed(2), y1: y1.toFixed(2), x2: bx.toFixed(2), y2: by.toFixed(2) }));
+      g.appendChild(svg("polygon", { points: [x2, y2, bx - uy * h * 0.55, by + ux * h * 0.55, bx + uy * h * 0.55,
+        by - ux * h * 0.55].map(function (v) { return v.toFixed(2); }).join(" ") }));
+      return g;
+    }
+
+    var announce = null;
+    function draw() {
+      var q = unit(angles.question);
+      var cards = angles.cards.map(unit);
+      var r = infonce(q, cards, tau);
+      var steps = { question: [-ARROW * tau * r.gradQuestion[0], -ARROW * tau * r.gradQuestion[1]],
+        cards: r.gradCards.map(function (g) { return [-ARROW * tau * g[0], -ARROW * tau * g[1]]; }) };
+      clear(arrows);
+      arrows.appendChild(arrow(q, steps.question, "live-question"));
+      cards.forEach(function (c, j) { arrows.appendChild(arrow(c, steps.cards[j], j === 0 ? "live-answer" : "live-wrong")); });
+      var place = function (g, p, deg, text) {
+        g.setAttribute("transform", "translate(" + (R * p[0]).toFixed(2) + " " + (-R * p[1]).toFixed(2) + ")");
+        g.setAttribute("aria-valuenow", String(Math.round(deg)));
+        g.setAttribute("aria-valuetext", text);
+      };
+      place(qHandle, q, angles.question, "at " + Math.round(angles.question) + " degrees");
+      cardHandles.forEach(function (g, j) {
+        place(g, cards[j], angles.cards[j], "at " + Math.round(angles.cards[j]) + " degrees, cosine " +
+          fixed(r.scores[j], 2) + " with the question, " + (100 * r.shares[j]).toFixed(1) + "% of the softmax");
+      });
+      clear(table);
+      table.appendChild(make("caption", { text: "The row of the similarity table, at \u03c4 = " + tau.toFixed(3) }));
+      table.appendChild(make("thead", {}, [make("tr", {}, ["Vector", "cosine with Q (share)", "gradient length"].map(
+        function (h) { return make("th", { scope: "col", text: h }); }))]));
+      var body = make("tbody");
+      var length = function (v) { return Math.sqrt(v[0] * v[0] + v[1] * v[1]); };
+      body.appendChild(make("tr", {}, [make("th", { scope: "row", text: "Question (Q)" }), make("td", { text: "\u2014" }),
+        make("td", { text: fixed(length(r.gradQuestion), 3) })]));
+      cards.forEach(function (c, j) {
+        body.appendChild(make("tr", {}, [make("th", { scope: "row", text: names[j] + " (" + short[j] + ")" }),
+          make("td", { text: fixed(r.scores[j], 3) + " (" + (100 * r.shares[j]).toFixed(1) + "%)" }),
+          make("td", { text: fixed(length(r.gradCards[j]), 3) })]));
+      });
+      table.appendChild(body);
+      table.appendChild(make("tfoot", {}, [make("tr", {}, [make("th", { scope: "row", text: "Loss of the row" }),
+        make("td", { colspan: "2", text: fixed(r.loss, 4) })])]));
+      slider.value = String(Math.log10(tau));
+      slider.setAttribute("aria-valuetext", "\u03c4 = " + tau.toFixed(3));
+      if (document.activeElement !== number) number.value = tau.toFixed(3);
+      var text = "At \u03c4 = " + tau.toFixed(3) + " the answer card holds " + (100 * r.shares[0]).toFixed(1) +
+        "% of the softmax and the row's loss is " + fixed(r.loss, 3) + ".";
+      clearTimeout(announce);
+      announce = setTimeout(function () { summary.textContent = text; }, 250);
+      state.tau = tau;
+      state.angles = { question: angles.question, cards: angles.cards.slice() };
+      state.question = q;
+      state.cards = cards;
+      state.scores = r.scores;
+      state.shares = r.shares;
+      state.loss = r.loss;
+      state.gradQuestion = r.gradQuestion;
+      state.gradCards = r.gradCards;
+      state.steps = steps;
+      state.summary = text;
+    }
+
+    function setAngle(which, deg) {
+      deg = ((deg % 360) + 360) % 360;
+      if (which < 0) angles.question = deg;
+      else angles.cards[which] = deg;
+      draw();
+    }
+
+    function angleOf(event) {
+      var pt = figure.createSVGPoint();
+      pt.x = event.clientX;
+      pt.y = event.clientY;
+      var p = pt.matrixTransform(figure.getScreenCTM().inverse());
+      return Math.atan2(-p.y, p.x) * 180 / Math.PI;
+    }
+
+    [qHandle].concat(cardHandles).forEach(function (g, i) {
+      var which = i - 1;
+      g.addEventListener("pointerdown", function (e) {
+        e.preventDefault();
+        g.setPointerCapture(e.pointerId);
+        g.focus();
+        g.classList.add("live-dragging");
+      });
+      g.addEventListener("pointermove", function (e) {
+        if (g.hasPointerCapture && g.hasPointerCapture(e.pointerId)) setAngle(which, angleOf(e));
+      });
+      var stop = function () { g.classList.remove("live-dragging"); };
+      g.addEventListener("pointerup", stop);
+      g.addEventListener("pointercancel", stop);
+      g.addEventListener("keydown", function (e) {
+        var now = which < 0 ? angles.question : angles.cards[which];
+        var step = e.shiftKey ? 10 : 1;
+        var keys = { ArrowRight: step, ArrowUp: step, ArrowLeft: -step, ArrowDown: -step, PageUp: 15, PageDown: -15 };
+        if (keys.hasOwnProperty(e.key)) {
+          e.preventDefault();
+          setAngle(which, Math.round(now) + keys[e.key]);
+        } else if (e.key === "Home") {
+          e.preventDefault();
+          setAngle(which, which < 0 ? START.question : START.cards[which]);
+        }
+      });
+    });
+    slider.addEventListener("input", function () {
+      tau = Math.pow(10, parseFloat(slider.value));
+      warn.textContent = "";
+      draw();
+    });
+    number.addEventListener("change", function () {
+      var v = parseFloat(number.value);
+      if (!(v >= TAU_MIN && v <= TAU_MAX)) {
+        warn.textContent = "\u03c4 must be a number from " + TAU_MIN + " to " + TAU_MAX + "; it stays at " + tau.toFixed(3) + ".";
+        number.value = tau.toFixed(3);
+        return;
+      }
+      warn.textContent = "";
+      tau = v;
+      draw();
+    });
+    draw();
+    summary.textContent = state.summary;
+  }
+
+  // ---- start --------------------------------------------------------------------------------
+
+  var KINDS = { search: function (div) { searchDemo(div, "search"); }, compare: function (div) { searchDemo(div, "compare"); },
+    pooling: poolingDemo, infonce: infonceDemo };
+
+  live.start = function (demos) {
+    Array.prototype.forEach.call(demos, function (div) {
+      var kind = div.getAttribute("data-live");
+      if (div.labsLive) return; // built already
+      div.classList.add("live-built");
+      if (!KINDS.hasOwnProperty(kind)) {
+        div.textContent = "Unknown live demo kind " + JSON.stringify(kind) + " (search, pooling, infonce, compare).";
+        return;
+      }
+      KINDS[kind](div);
+    });
+  };
+})();

