@@ -60,6 +60,10 @@ CASES = {
     "check_wrong_axis": (lambda: (3, 9), (3, 384), "(3, 9)"),
     "check_cell_gradient": (lambda: 0.191, 0.573, "0.19"),
     "check_triplet_batch_loss": (lambda: 0.2 / 6, 0.2, "0.03"),
+    "check_sorted_batch_loss": (lambda: (3 * math.log(math.exp(20) + 3) + math.log(1 + 3 * math.exp(-20))) / 4,
+                                20.0, "15"),
+    "check_swapped_captions": (lambda: 0.8, 0.0, "80"),
+    "check_clipped_int8_values": (lambda: 2, 255, "+127 or -127"),
 }
 
 MODULES = [importlib.import_module(f"labs.classroom.exercises.{m.name}")
@@ -295,3 +299,78 @@ def test_forgot_zero_grad_path_is_torch_sgd_without_zero_grad(capsys):
         assert check_no_zero_grad(wrong) is False
         assert says in _said(capsys)
 
+
+def test_check_sorted_batch_loss_is_info_nce_of_the_perfect_sorted_table(capsys):
+    """The break-it answer is labs' InfoNCE of a perfect model's table whose columns a sort moved (3 of 4)."""
+    from labs.classroom.exercises.finetuning import SORTED_BATCH, SORTED_MOVED, SORTED_SCALE, check_sorted_batch_loss
+    from labs.lessons.infonce import info_nce
+
+    moved = [1, 2, 0, 3]  # column i now holds article moved[i]: a three-cycle, the last row left in place
+    assert sum(i != j for i, j in enumerate(moved)) == SORTED_MOVED and len(moved) == SORTED_BATCH
+    S = np.eye(SORTED_BATCH)[:, moved]  # cosine 1 with its own article, wherever the sort put it
+    assert check_sorted_batch_loss(info_nce(S, 1 / SORTED_SCALE)) is True
+    for wrong, says in ((20.0, "one moved row"), (0.0, "perfect model"), (math.log(4), "cannot tell"), (5.0, "three")):
+        assert check_sorted_batch_loss(wrong) is False
+        assert says in _said(capsys)
+
+
+def test_clipped_int8_keeps_only_the_sign(capsys):
+    """The break-it's claim: with the smallest size as the scale, int8 stores two values and ranks like one bit."""
+    import torch
+
+    from labs.classroom.exercises.beyond_one_vector import check_clipped_int8_values
+    from labs.lessons.matryoshka import binarize, matching_bits, quantize_int8, reciprocal_ranks
+
+    gen = torch.Generator().manual_seed(0)
+    q, d = torch.randn(20, 16, generator=gen), torch.randn(50, 16, generator=gen)
+    scale = float(torch.cat([q, d]).abs().min())
+    qi, di = quantize_int8(q, scale), quantize_int8(d, scale)
+    assert torch.unique(torch.cat([qi, di])).tolist() == [-127.0, 127.0]
+    right = list(range(20))
+    assert np.array_equal(reciprocal_ranks(qi @ di.T, right),
+                          reciprocal_ranks(matching_bits(binarize(q), binarize(d)), right))
+    assert check_clipped_int8_values(len(torch.unique(di))) is True
+    assert check_clipped_int8_values(255) is False and "scale that fits" in _said(capsys)
+
+
+def test_wrong_axis_shape_is_what_torch_gives_for_the_lessons_grid(capsys):
+    """The break-it answer is the shape the bug really has on a grid of the lesson's shape."""
+    import torch
+
+    from labs.classroom.exercises.pooling import LESSON_GRID, check_wrong_axis
+
+    grid, mask = torch.zeros(LESSON_GRID), torch.ones(LESSON_GRID[:2])
+    buggy = (grid * mask.unsqueeze(-1)).sum(dim=2) / mask.sum(dim=1, keepdim=True)
+    assert check_wrong_axis(buggy.shape) is True  # a torch.Size is a shape too
+    right = (LESSON_GRID[0], LESSON_GRID[2])  # what mean pooling gives
+    for wrong, says in ((right, "right pooling"), ("39", "tuple of whole numbers"), ((3.5, 9), "whole numbers"),
+                        (LESSON_GRID, "removes that axis")):
+        assert check_wrong_axis(wrong) is False
+        assert says in _said(capsys)
+
+
+def test_forgot_zero_grad_path_is_torch_sgd_without_zero_grad(capsys):
+    """The hand-written path is what torch.optim.SGD does when .grad piles up, and plain descent when cleared."""
+    import torch
+
+    from labs.classroom.exercises.gradients import FORGOT_LR, FORGOT_START, check_no_zero_grad, \
+        forgot_zero_grad_path
+    from labs.lessons.gradients import gradient_descent
+
+    for clear in (False, True):
+        w = torch.tensor(FORGOT_START, dtype=torch.float64, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=FORGOT_LR)
+        path = [w.item()]
+        for _ in range(40):
+            if clear:
+                opt.zero_grad()
+            ((w - 3) ** 2).backward()
+            opt.step()
+            path.append(w.item())
+        assert np.allclose(forgot_zero_grad_path(40, clear=clear), path, atol=1e-12)
+    assert np.allclose(forgot_zero_grad_path(5, clear=True), gradient_descent(lambda v: 2 * (v - 3), 1.0, 0.1, 5))
+    assert check_no_zero_grad(forgot_zero_grad_path(3)[-1]) is True
+    for wrong, says in ((forgot_zero_grad_path(3, clear=True)[-1], "clears .grad"), (2.12, "two steps"),
+                        (3.0, "does not stop")):
+        assert check_no_zero_grad(wrong) is False
+        assert says in _said(capsys)

@@ -10,7 +10,8 @@ import math
 
 from labs.classroom.answers import fill, fraction_answer, grade_number, number_answer, say
 
-__all__ = ["check_index_gigabytes", "check_bce_probability", "check_best_shortlist_recall"]
+__all__ = ["check_index_gigabytes", "check_bce_probability", "check_best_shortlist_recall",
+           "check_clipped_int8_values"]
 
 
 def check_index_gigabytes(answer: object) -> bool:
@@ -69,3 +70,24 @@ def check_best_shortlist_recall(answer: object) -> bool:
                         "shortlist raises the first and lowers the second, and the best is in between.",
                         misses, "Not yet: the reranker can only put first a passage it was given. Multiply "
                         "the two rates for each length.", tol=0.003, wrap=True)
+
+
+def check_clipped_int8_values(answer: object) -> bool:
+    """Break it: int8 whose scale is the smallest absolute value of the vectors instead of the largest. How
+    many different values can a stored number then take?"""
+    value = number_answer(answer, fill("Not answered yet: fill in a count of values."),
+                          fill("Give a whole number, not {answer!r}."), refuse_bool=True)
+    if value is None:
+        return False
+    return grade_number(
+        value, 2, "Right: no number is smaller than the smallest, so x * 127 / scale is at least 127 in size "
+        "for every number, and each is clipped to +127 or -127. Only its sign is left: one bit stored in a "
+        "byte, and the ranking of the one-bit format at eight times the size.",
+        {255: "Not yet: that is int8 with a scale that fits, -127 to 127. With the smallest number as the "
+              "scale, how large is x * 127 / scale for the others?",
+         256: "Not yet: int8 here uses -127 to 127. And with the smallest number as the scale, how large is "
+              "x * 127 / scale for the others?",
+         3: "Not yet: 0 would need a number smaller than the smallest. What is left of each number?",
+         1: "Not yet: the sign survives the clipping. How many signs are there?"},
+        "Not yet: divide each number by the smallest size, multiply by 127, then clip to -127..127. Which "
+        "results are possible?", tol=0.5, wrap=True)

@@ -11,12 +11,12 @@ import math
 
 import numpy as np
 
-from labs.classroom.answers import fraction_answer, grade_number, number_answer
+from labs.classroom.answers import fill, fraction_answer, grade_number, number_answer
 from labs.lessons.clip_batches import false_negative_floor
 from labs.lessons.infonce import clip_loss
 
 __all__ = ["HUB_TABLE", "check_hub_table_loss", "FLOOR_BATCH", "check_false_negative_floor",
-           "SHARE_BATCH", "SHARE_TAU", "check_best_share"]
+           "SHARE_BATCH", "SHARE_TAU", "check_best_share", "SWAPPED_DIGITS", "check_swapped_captions"]
 
 HUB_TABLE = ((1.0, 0.0), (1.0, 0.0))  # both images score caption 1 highest: caption 1 is a hub
 
@@ -94,3 +94,29 @@ def check_best_share(answer) -> bool:
          math.e / (math.e + 1 / math.e): "That is a batch of two. This batch has 31 wrong captions."},
         "Hint: the largest share comes with the largest own cosine and the smallest other cosines. Cosines lie "
         "between -1 and 1; at tau = 1 they enter the softmax unchanged.", tol=5e-3)
+
+
+SWAPPED_DIGITS = (3, 8)  # break it: only these two digits' captions are swapped, of ten digits
+
+
+def check_swapped_captions(answer) -> bool:
+    """Break it: a bug swaps the captions of 3 and 8 only, and the tower learns the pairs it is given
+    perfectly; zero-shot accuracy on a test set with as many images of each of the ten digits."""
+    value = fraction_answer(answer, fill("Not answered yet. Fill in answer = the accuracy."),
+                            fill("Give a number between 0 and 1, not {answer!r}."), refuse_bool=True)
+    if value is None:
+        return False
+    digits = 10
+    truth = (digits - len(SWAPPED_DIGITS)) / digits
+    return grade_number(
+        value, truth,
+        "Right: the eight other digits are paired as before and read right; every 3 was taught the "
+        "eight-captions and every 8 the three-captions, so zero-shot, which compares with the true captions, "
+        "reads each 3 as 'eight' and each 8 as 'three'. The training loss would not notice.",
+        {0.0: "That is the shift of every digit above. Here only two digits' captions are wrong.",
+         1.0: "The loss cannot notice a consistent swap, but zero-shot compares with the true captions.",
+         (digits - 1) / digits: "Both swapped digits are misread, not one: each 3 reads as 'eight' and each 8 "
+                                "as 'three'.",
+         len(SWAPPED_DIGITS) / digits: "That is the share misread. The question asks for the share read right."},
+        "Not quite. Which digits' images are paired with their own captions, and what does zero-shot call the "
+        "others? Count the share of the test images read right.", tol=0.005, wrap=True)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 
-from labs.classroom.answers import grade_number, number_answer
+from labs.classroom.answers import fill, grade_number, number_answer
 
 __all__ = ["NDCG_RANKING", "NDCG_RIGHT", "VAL_QUESTIONS", "GAP", "GAP_SCALE", "GAP_BATCH",
-           "check_ndcg_by_hand", "check_mrr_step", "check_gap_loss", "check_chance_loss"]
+           "SORTED_BATCH", "SORTED_MOVED", "SORTED_SCALE",
+           "check_ndcg_by_hand", "check_mrr_step", "check_gap_loss", "check_chance_loss",
+           "check_sorted_batch_loss"]
 
 NDCG_RANKING = ("d4", "d1", "d3", "d2", "d5")  # the exercise's ranking, best first
 NDCG_RIGHT = frozenset({"d2", "d4"})          # its right articles
@@ -114,3 +116,38 @@ def check_chance_loss(answer) -> bool:
         print("Not quite. The scale does not matter when all scores are equal: what probability does each "
               "candidate of one batch get, and what is minus its log?")
     return False
+
+
+SORTED_BATCH, SORTED_MOVED, SORTED_SCALE = 4, 3, 20.0  # break it: the sort moved 3 of the 4 articles
+
+
+def _row_loss(own: float, others: list[float], scale: float) -> float:
+    """Minus the log of the softmax share of ``own`` among ``own`` and ``others``, at ``scale``."""
+    top = max([own, *others])
+    return -(scale * (own - top)) + math.log(sum(math.exp(scale * (c - top)) for c in (own, *others)))
+
+
+def check_sorted_batch_loss(answer: object) -> bool:
+    """Break it: a perfect model (cosine 1 with its own article, 0 with every other) on a batch of four whose
+    articles were sorted, moving three of them to another question's row; the batch's loss at scale 20."""
+    value = number_answer(answer, fill("Not answered yet. Fill in answer = the loss."),
+                          fill("Give a number, not {answer!r}."), refuse_bool=True)
+    if value is None:
+        return False
+    others = [0.0] * (SORTED_BATCH - 1)
+    moved = _row_loss(0.0, [1.0, *others[1:]], SORTED_SCALE)  # the row's target is a wrong article at 0
+    kept = _row_loss(1.0, others, SORTED_SCALE)              # the one row the sort left in place
+    truth = (SORTED_MOVED * moved + (SORTED_BATCH - SORTED_MOVED) * kept) / SORTED_BATCH
+    return grade_number(
+        value, truth,
+        "Right: each moved row must pick an article at cosine 0 while its own sits at 1, a loss of about "
+        "scale x 1 = 20; the row left in place costs almost nothing; the batch averages the four rows. The "
+        "better the model, the larger the loss: training on this batch would unlearn it.",
+        {moved: "That is one moved row. Average over all four rows, the one left in place included.",
+         0.0: "A perfect model has loss 0 only when every row's target is its own article. The sort moved three.",
+         math.log(SORTED_BATCH): "That is a model that cannot tell the articles apart. This one ranks them "
+                                 "perfectly; the targets are what is wrong.",
+         moved / SORTED_BATCH: "That counts one moved row. The sort moved three of the four."},
+        "Not quite. For each row, its target is the article now in its column: at cosine 0 for a moved row, "
+        "1 for the row left in place. Take minus the log of the target's share at scale 20, then average.",
+        tol=0.01, wrap=True)
