@@ -178,8 +178,10 @@ gpu-check: setup
 # Colab's runtime rebuilt from the package registries (tests/colab/twin.py): its versions in
 # .cache/colab-twin (kept until tests/colab/runtime.txt changes), the course installed the way each
 # notebook's first cell installs it (from this checkout: COURSE_SOURCE), every notebook top to bottom,
-# every slider moved through the kernel and compared with what its code computes. Prints the versions
-# and each notebook's time. Not in make test (minutes: see the README); .ci/run runs it after make test.
+# its outputs compared with the stored ones as nbval compares them (declared tolerances), every slider
+# moved through the kernel and compared with what its code computes, and torchrun's two-process
+# training compared with one process (tests/retrieval/ddp_probe.py). Prints the versions and each
+# notebook's time. Not in make test (minutes: see the README); .ci/run runs it after make test.
 # TWIN_ARGS="--notebooks 04 --no-rehearsal" for a part.
 colab-twin: setup
 	nice $(PY) -m tests.colab.twin $(TWIN_ARGS)

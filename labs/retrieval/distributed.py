@@ -27,6 +27,14 @@ gathered docs     (W*B, d)     every process's documents, in rank order
 local loss rows   (B, W*B)     this process's queries against all documents
 ================  ===========  ==================================================
 
+Buffers: DDP broadcasts a module's buffers from rank 0 before every forward. An encoder's
+buffers are constants (BERT's position and token-type ids), equal on every rank, and the loss
+runs the model twice (queries, then documents) before one backward. Before torch 2.13 that
+in-place broadcast bumped the buffers' version counters, so backward failed ("modified by an
+inplace operation: [torch.LongTensor [1, L]]"); 2.13 preserves the counters. `ddp_step` turns
+the broadcast off (`no_buffer_sync`), as sentence-transformers' training arguments do for the
+trainer (``ddp_broadcast_buffers=False``).
+
 Relations: the loss is `labs.retrieval.loss.make_loss` (sentence-transformers'
 MNRL or its cached version) with ``gather_across_devices=True``; the global
 batch is cut like `labs.retrieval.batches.plan_batches`; the run folder is
@@ -37,15 +45,26 @@ Book page: ``book/scaling.md``.
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from pathlib import Path
 
 import torch
+from torch.nn.parallel import DistributedDataParallel
 
 from labs.retrieval.scaling import features_of, flat_grads, scale_pairs
 from labs.retrieval.loss import make_loss
 
-__all__ = ["ddp_step", "main"]
+__all__ = ["no_buffer_sync", "ddp_step", "main"]
+
+
+def no_buffer_sync() -> dict[str, bool]:
+    """DDP's keyword that stops the broadcast of buffers before every forward, as this torch
+    spells it: ``forward_sync_buffers=False`` from torch 2.13 (whose ``broadcast_buffers`` is
+    deprecated), ``broadcast_buffers=False`` before (where the broadcast breaks backward)."""
+    if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters:
+        return {"forward_sync_buffers": False}
+    return {"broadcast_buffers": False}
 
 
 def ddp_step(model_dir: str, per_rank: int, out: str, *, scale: float = 20.0, lr: float = 0.5,
@@ -60,7 +79,6 @@ def ddp_step(model_dir: str, per_rank: int, out: str, *, scale: float = 20.0, lr
     """
     import torch.distributed as dist
     from sentence_transformers import SentenceTransformer
-    from torch.nn.parallel import DistributedDataParallel
 
     if not dist.is_initialized():
         dist.init_process_group("gloo")
@@ -72,7 +90,7 @@ def ddp_step(model_dir: str, per_rank: int, out: str, *, scale: float = 20.0, lr
     features = features_of(model, [[q for q, _ in rows], [d for _, d in rows]])
     with torch.no_grad():
         local = float(make_loss(model, "mnrl", scale=scale)(features, None))
-    ddp = DistributedDataParallel(model, find_unused_parameters=True)
+    ddp = DistributedDataParallel(model, find_unused_parameters=True, **no_buffer_sync())
     done = {}
     for kind in ("cached", "mnrl"):  # the cached loss in chunks of 2, then the plain one
         loss_fn = make_loss(model, kind, scale=scale, mini_batch_size=2, gather=True)

@@ -11,22 +11,32 @@
    working tree (tracked and untracked files, not ignored ones). The first code cell installs
    the course exactly as on Colab, from that copy instead of the repository URL: the cell reads
    ``COURSE_SOURCE``. After the first notebook's install cell, the twin checks that pip changed
-   none of Colab's packages (it may add what Colab lacks). Every live slider the notebook shows
-   is then moved through the kernel (tests/colab/frontend.py): each position is compared with
-   what the slider's function computes afresh there.
-4. **Restart rehearsal**: with an older sentence-transformers installed, the install cell run in
+   none of Colab's packages (it may add what Colab lacks). Every cell's outputs are compared
+   with the committed ones as ``make nbval`` compares them: nbval's own comparison with the
+   tolerance plugin in front (tests/notebooks/nbval_tolerance.py: numbers within a cell's
+   declared tolerance), the same sanitize file, and nbval's ignore rule (the cell tag
+   ``nbval-ignore-output``, read as tests/notebooks/spread.py reads it); a cell that differs is
+   a failure. Every live slider the notebook shows is then moved through the kernel
+   (tests/colab/frontend.py): each position is compared with what the slider's function
+   computes afresh there.
+4. **Two processes** (tests/retrieval/ddp_probe.py, the check tests/retrieval/test_scaling.py
+   makes here): on Colab's torch, ``torchrun --nproc_per_node 2`` (gloo, CPU) runs one DDP step
+   and the ``train`` command; the step's loss and gradients and the run's losses are compared
+   with one process's.
+5. **Restart rehearsal**: with an older sentence-transformers installed, the install cell run in
    a fresh kernel upgrades it and prints nothing (nothing had imported it); run after
    ``import sentence_transformers`` it prints the one restart line.
-5. **Report**: the versions the kernels ran with, each notebook's time (and its install cell's,
+6. **Report**: the versions the kernels ran with, each notebook's time (and its install cell's,
    and its sliders'), what differs from Colab; exit status 1 on any failure.
 
-    python -m tests.colab.twin [--notebooks 01,04] [--rebuild] [--no-rehearsal]
+    python -m tests.colab.twin [--notebooks 01,04] [--rebuild] [--no-ddp] [--no-rehearsal]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import glob
 import hashlib
 import json
@@ -37,11 +47,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script too
 
 from tests.colab import frontend  # noqa: E402
+from tests.notebooks import nbval_tolerance  # noqa: E402
+from tests.notebooks.spread import ignored  # noqa: E402
 from tests.notebooks.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text,  # noqa: E402
                                           first_code_cell, problems as cell_problems)
 from tests.pins import canonical  # noqa: E402
@@ -198,6 +211,77 @@ def source_copy(tree: Path = ROOT) -> Path:
 
 # ---- 3. notebooks ----------------------------------------------------------------------------
 
+#: myst-nb's glue records: the book build reads them. Colab has no myst-nb, so setup()'s stand-in
+#: glues nothing there, and no Colab reader sees a record.
+GLUE = "application/papermill.record/"
+
+
+class _Skipped(tuple):
+    """nbval's skipped keys, and every glue record (nbval asks ``key in skip_compare``)."""
+
+    def __contains__(self, key) -> bool:
+        return tuple.__contains__(self, key) or str(key).startswith(GLUE)
+
+
+#: What nbval leaves out of its comparison (nbval.plugin.IPyNbFile's ``skip_compare`` without
+#: nbdime): output metadata, tracebacks, execution counts, widget model ids and images; and glue.
+SKIP_COMPARE = _Skipped(("metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
+                         "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg"))
+
+
+class NbvalCell:
+    """What nbval's comparison reads of its pytest item (``IPyNbCell``), so that the twin compares a
+    cell's outputs with the code ``make nbval`` runs: nbval's own comparison behind the tolerance
+    plugin (`tests.notebooks.nbval_tolerance.compare_outputs`), the same sanitize file, the same
+    skipped keys. ``cell_num`` counts code cells from 0, as nbval's reports do."""
+
+    patterns: dict | None = None
+
+    def __init__(self, notebook: Path, cell, cell_num: int) -> None:
+        from nbval import plugin
+
+        if NbvalCell.patterns is None:
+            NbvalCell.patterns = dict(plugin.get_sanitize_patterns(nbval_tolerance.SANITIZE_FILE.read_text()))
+            # The plugin's comparison in front of nbval's, as when pytest loads it.
+            nbval_tolerance.pytest_configure(SimpleNamespace(option=SimpleNamespace(nbval=False, nbval_lax=False)))
+        self.cell, self.cell_num, self.fspath = cell, cell_num, notebook
+        self.parent = SimpleNamespace(skip_compare=SKIP_COMPARE, sanitize_patterns=NbvalCell.patterns)
+        self.config = SimpleNamespace(rootdir=notebook.parents[1])
+        self.colors = plugin.nocolors
+        self.comparison_traceback: list[str] = []
+
+    def sanitize(self, text):
+        from nbval.plugin import IPyNbCell
+
+        return IPyNbCell.sanitize(self, text)
+
+    def format_output_compare(self, key, left, right) -> None:
+        self.comparison_traceback.append(f"mismatch {key!r}: stored {left!r}, new {right!r}")
+
+    def differences(self, new_outputs) -> list[str]:
+        """Why nbval would fail this cell with these new outputs (empty: it would pass). This machine's
+        pip notes about its local package folders (the install cell's, not Colab's) are left out first."""
+        from nbval.plugin import IPyNbCell, coalesce_streams
+
+        new = []
+        for out in copy.deepcopy(new_outputs):
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                out["text"] = "".join(line for line in out["text"].splitlines(keepends=True)
+                                      if not LOCAL_INDEX.match(line))
+                if not out["text"]:
+                    continue
+            new.append(out)
+        stored = coalesce_streams(copy.deepcopy(self.cell.outputs))
+        if IPyNbCell.compare_outputs(self, coalesce_streams(new), stored):
+            return []
+        return self.comparison_traceback or ["the outputs differ"]
+
+
+def compared(cell) -> bool:
+    """Whether nbval compares this cell's outputs: a code cell that was run and is not ignored."""
+    return cell.cell_type == "code" and cell.get("execution_count") is not None and not ignored(cell)
+
+
 def _client(nb, cwd: Path, timeout: int):
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
@@ -231,13 +315,15 @@ async def run_notebook(path: Path, cwd: Path, timeout: int, check_install: bool)
     client = _client(nb, cwd, timeout)
     result = {"name": path.stem, "cells": 0, "install_s": 0.0, "sliders": 0, "positions": 0, "slider_s": 0.0,
               "problems": [], "versions": {}, "compared": 0, "other_text": []}
+    committed = nbformat.read(path, as_version=4)  # the stored outputs, as nbval reads them
     install = first_code_cell(nb)
     start = time.monotonic()
+    code_cells = 0
     async with client.async_setup_kernel(cleanup_kc=True):  # we made km: stop its kernel here
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
-            stored = _text(cell.get("outputs", []))
+            code_cells += 1
             began = time.monotonic()
             try:
                 await client.async_execute_cell(cell, index)
@@ -246,10 +332,15 @@ async def run_notebook(path: Path, cwd: Path, timeout: int, check_install: bool)
                 result["problems"].append(f"cell {index} failed: {first[-1] if first else type(err).__name__}")
                 break
             result["cells"] += 1
-            if stored and not cell.source.lstrip().startswith("# NBVAL_IGNORE_OUTPUT"):
+            stored = committed.cells[index]
+            if compared(stored):
                 result["compared"] += 1
-                if _text(cell.outputs) != stored:
+                differs = NbvalCell(path, stored, code_cells - 1).differences(cell.outputs)
+                if differs:
                     result["other_text"].append(index)
+                    detail = " ".join(" ".join(differs).split())
+                    result["problems"].append(f"cell {index} (id {stored.get('id', '?')}) prints other text than the "
+                                              f"committed output, beyond any declared tolerance: {detail[:600]}")
             if cell is install:
                 result["install_s"] = time.monotonic() - began
                 printed = _text(cell.outputs).strip() or "\n".join(_warnings(cell.outputs))
@@ -304,7 +395,35 @@ def install_changes() -> list[str]:
     return problems
 
 
-# ---- 4. restart rehearsal --------------------------------------------------------------------
+# ---- 4. two processes ------------------------------------------------------------------------
+
+COURSE = "similar-embeddings-course-labs"
+
+
+def ddp_check(src: Path, timeout: int) -> dict:
+    """tests/retrieval/ddp_probe.py's whole check in the twin's Python (its torch): a torchrun launch of
+    2 gloo processes (one DDP step, then ``train``) against one process. The course is installed as
+    the install cell installs it, if no notebook did."""
+    if COURSE not in freeze():
+        pip("install", f"{COURSE} @ file://{src}")
+    folder = HOME / "ddp"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1"}
+    try:
+        done = subprocess.run([str(VENV / "bin" / "python"), "-m", "tests.retrieval.ddp_probe", str(folder)],
+                              cwd=src, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"problems": [f"two processes: no answer within {timeout} s"]}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode or not lines:
+        return {"problems": [f"two processes: the check exited {done.returncode}: {done.stderr.strip()[-800:]}"]}
+    found = json.loads(lines[-1])
+    found["problems"] = [f"two processes on torch {found['torch']}: {p}" for p in found["problems"]]
+    return found
+
+
+# ---- 5. restart rehearsal --------------------------------------------------------------------
 
 async def rehearse_restart(cwd: Path, cell_source: str) -> list[str]:
     """An upgrade before any import works quietly; after one, the cell says restart, once."""
@@ -340,7 +459,7 @@ async def rehearse_restart(cwd: Path, cell_source: str) -> list[str]:
     return problems
 
 
-# ---- 5. report -------------------------------------------------------------------------------
+# ---- 6. report -------------------------------------------------------------------------------
 
 def differences(version: tuple[int, int], ran: dict) -> list[str]:
     want = pins()
@@ -365,8 +484,9 @@ def differences(version: tuple[int, int], ran: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--notebooks", default="", help="comma-separated prefixes (01,04); default: all")
+    parser.add_argument("--notebooks", nargs="+", default=[], help="prefixes (01 04, or 01,04); default: all")
     parser.add_argument("--rebuild", action="store_true", help="build the twin again even if one is kept")
+    parser.add_argument("--no-ddp", action="store_true", help="skip the two-process training check")
     parser.add_argument("--no-rehearsal", action="store_true", help="skip the restart rehearsal")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per cell (and per slider move)")
     parser.add_argument("--source", type=Path, default=ROOT,
@@ -384,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ[ENV_VAR] = f"file://{src}"  # the install cell installs from the copy, not the URL
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # ipykernel 6's debugger, on 3.13
 
-    wanted = [p for p in args.notebooks.split(",") if p]
+    wanted = [p for item in args.notebooks for p in item.split(",") if p]
     paths = sorted((src / "notebooks").glob("*.ipynb"))
     if wanted:
         paths = [p for p in paths if any(p.name.startswith(w) for w in wanted)]
@@ -408,6 +528,18 @@ def main(argv: list[str] | None = None) -> int:
         say(f"{path.stem}: {result['seconds']:.0f} s, {result['cells']} cells"
             + (f", {result['positions']} slider positions checked on {result['sliders']} sliders" if result["sliders"] else "")
             + (f", {len(result['problems'])} problem(s)" if result["problems"] else ""))
+    ddp: dict = {}
+    if not args.no_ddp:
+        say("Two processes (torchrun, gloo) against one, on the twin's torch:")
+        started = time.monotonic()
+        ddp = ddp_check(src, args.timeout)
+        ddp["seconds"] = time.monotonic() - started
+        problems += ddp["problems"]
+        if "train_losses" in ddp:
+            say(f"  one DDP step: loss {ddp['step_loss']:.4f}; train losses "
+                f"{', '.join(f'{x:.4f}' for x in ddp['train_losses'])} in {ddp['processes']} processes, "
+                f"{', '.join(f'{x:.4f}' for x in ddp['one_process_losses'])} in one"
+                + ("" if ddp["problems"] else ": they agree"))
     rehearsal_problems = []
     if not args.no_rehearsal:
         say("Restart rehearsal (the install cell after an upgrade):")
@@ -429,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
         note = " (no code cell yet)" if r["skipped"] else ""
         say(f"  {r['name']:26} {r['seconds']:8.1f} {r['install_s']:10.1f} {r['slider_s']:10.1f} "
             f"{r['positions']:10d}{note}")
+    if ddp:
+        say(f"  {'two processes':26} {ddp['seconds']:8.1f}")
     say(f"  {'twin build':26} {built_s if built_s is not None else 0:8.1f}"
         + ("" if built_s is not None else "   (kept)"))
     say(f"  {'whole run':26} {time.monotonic() - began:8.1f}")
@@ -439,20 +573,22 @@ def main(argv: list[str] | None = None) -> int:
     say("")
     compared = sum(r["compared"] for r in results)
     other = [f"{r['name']} cell {i}" for r in results for i in r["other_text"]]
-    say(f"Printed text against the committed outputs (nbval's check, for information): {len(other)} of "
-        f"{compared} cells print other text here" + (f": {', '.join(other)}" if other else "")
+    say(f"Outputs against the committed ones (nbval's comparison, declared tolerances): {len(other)} of "
+        f"{compared} compared cells differ" + (f": {', '.join(other)}" if other else "")
         + f" (the notebooks as run: {EXECUTED})")
     say("")
     ran_nb = [r for r in results if not r["skipped"]]
-    failed = [r["name"] for r in ran_nb if r["problems"]] + (["restart rehearsal"] if rehearsal_problems else [])
-    passed = len(ran_nb) + (0 if args.no_rehearsal else 1) - len(failed)
+    failed = ([r["name"] for r in ran_nb if r["problems"]] + (["two processes"] if ddp.get("problems") else [])
+              + (["restart rehearsal"] if rehearsal_problems else []))
+    passed = len(ran_nb) + (0 if args.no_ddp else 1) + (0 if args.no_rehearsal else 1) - len(failed)
     if problems:
         say(f"{len(problems)} problem(s):")
         for p in problems:
             say(f"  {p}")
     else:
-        say(f"{len(ran_nb)} notebooks ran top to bottom; {sum(r['positions'] for r in results)} slider positions "
-            "matched what the code computes")
+        say(f"{len(ran_nb)} notebooks ran top to bottom and printed what is stored (within declared tolerances); "
+            f"{sum(r['positions'] for r in results)} slider positions matched what the code computes"
+            + ("" if args.no_ddp else "; two processes trained as one"))
     say(f"colab-twin: {passed} passed, {len(failed)} failed")
     return 1 if problems else 0
 
