@@ -14,6 +14,10 @@ into place whole, a second writer of the same output is refused, and nothing is 
 Every error is one line naming the file and line or the flag and its allowed range; exit
 status 2 for bad input, 1 for a failed run, 128 + the signal's number when stopped by Ctrl-C
 (130), SIGTERM (143), SIGHUP (129) or another stop signal; --debug or LABS_DEBUG=1 shows the traceback.
+
+The parser imports no torch (``train``'s flags are `labs.retrieval.config.TrainConfig`'s fields,
+read by `add_fields`): --help, --version and a refused flag print at once; a command imports what
+it needs when it runs.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from pathlib import Path
 from labs.retrieval import files, validate
 from labs.retrieval.config import flag
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "add_fields", "fields_of", "main"]
 
 DESCRIPTION = "\n\n".join(__doc__.split("\n\n")[1:4])
 BAD_INPUT = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError,
