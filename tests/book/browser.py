@@ -891,4 +891,5 @@ def report(results: dict[str, PageResult]) -> str:
         lines += ["", f"## {rule}"]
         for rel, texts in pages.items():
             lines += ["", f"{rel}:"] + [f"  - {t}" for t in texts]
+    lines += ["", "## what each page holds", ""] + [f"{rel}: {r.summary}" for rel, r in results.items() if r.summary]
     return "\n".join(lines) + "\n"

@@ -32,11 +32,23 @@ def test_a_notebook_without_a_slider_is_refused():
         lab_check.plan(notebook("import math", "print(math.pi)"))
 
 
-def test_the_default_lesson_has_a_slider_cell_with_one_function():
+def test_the_default_lesson_has_a_slider_cell_defining_the_function_it_shows():
     setup, slider = lab_check.plan(json.loads(lab_check.DEFAULT.read_text(encoding="utf-8")))
     assert setup and all("google.colab" not in cell for cell in setup)
-    functions = [n for n in ast.parse(lab_check.python_lines(slider)).body if isinstance(n, ast.FunctionDef)]
-    assert len(functions) == 1
+    tree = ast.parse(lab_check.python_lines(slider))
+    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    shown = [n.args[0].id for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "live_slider"]
+    assert shown and shown[0] in functions  # its alt= function may sit beside it
+
+
+def test_the_function_the_slider_shows_is_the_one_computed():
+    """With alt=, the cell defines two functions: the check computes the one live_slider shows."""
+    cell = ("def show(x):\n    print(f'x is {helper(x)}')\n\n\ndef helper(x):\n    return x + 1\n\n\n"
+            "def describe(x):\n    return f'At {x}.'\n\n\nlive_slider(show, [1, 2], alt=describe)\n")
+    text, figures = lab_check.expected_output([], cell, [2])
+    assert text == "x is 3\n" and figures == []
+    with pytest.raises(lab_check.LabCheckFailed, match="the function its live_slider shows"):
+        lab_check.expected_output([], cell.replace("live_slider(show", "live_slider(nothing"), [2])
 
 
 def test_a_figure_for_another_slider_position_is_told_apart():

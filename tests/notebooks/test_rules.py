@@ -335,8 +335,8 @@ def slider_problems(nb: dict, name: str) -> list[str]:
             if bare:
                 problems.append(f"{name} cell {i}: {len(bare)} stored figure(s) without alt text (run the notebook "
                                 "again)")
-            alts = {f[2] for f, _ in figures}
-            if len({f[1] for f, _ in figures}) > 1 and len(alts) == 1:
+            alts = {f[2] for f, _ in figures if (f[2] or "").strip()}
+            if not bare and len({f[1] for f, _ in figures}) > 1 and len(alts) == 1:
                 problems.append(f"{name} cell {i}: every position's figure has the same alt text {alts.pop()!r}: say "
                                 "what the picture shows at that position")
     return problems
