@@ -353,8 +353,10 @@ window.bookCheck = (() => {
       const column = Math.round(article.clientWidth - parseFloat(a.paddingLeft) - parseFloat(a.paddingRight));
       for (const box of article.querySelectorAll('.dropdown.admonition, details.admonition')) {
         if (!shown(box)) continue;
-        const style = getComputedStyle(box);
-        const inner = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+        // what the solution shows: its paragraphs, code and outputs (the title aside)
+        const parts = [...box.children].filter(c => !c.matches('.admonition-title, summary') && shown(c));
+        if (!parts.length) continue;
+        const inner = Math.max(...parts.map(c => c.getBoundingClientRect().width));
         if (inner < 0.9 * column) {
           const title = box.querySelector('.admonition-title, summary');
           out.push({rule: 'solution-width', text: `"${words(title ? title.textContent : '', 40)}" near "${near(box, article)}" `
