@@ -3,6 +3,7 @@
 Reads every *.json in the timings folder (default .cache/timings):
   total.json         {"make_test_s": s}                      (Makefile, `make test`)
   book.json          {"book_build_s": s}                     (Makefile, `make book`)
+  live.json          {"live_build_s": s}                     (Makefile, `make live`)
   unit.json          {"unit_s": s}                           (the unit tests)
   notebooks.json     {"notebooks": {name: s}}                (tests/notebooks/nbval_timing.py, nbval)
   notebooks_alt.json {"notebooks_alt": {name: s}}            (the second nbval pass, other settings)
@@ -19,7 +20,7 @@ import sys
 from pathlib import Path
 
 BUDGETS = {"make_test_s": 600, "book_build_s": 120, "notebook_s": 90}
-PAGE_LIMIT, BOOK_LIMIT = 3_000_000, 80_000_000  # bytes, as tests/book/browser.py enforces
+PAGE_LIMIT, BOOK_LIMIT, LIVE_LIMIT = 3_000_000, 80_000_000, 70_000_000  # bytes, as tests/book/browser.py enforces
 
 
 def load(folder: Path) -> dict:
@@ -51,6 +52,7 @@ def summary(times: dict) -> list[str]:
     out.append(line("make test, install included", times.get("make_test_s"), BUDGETS["make_test_s"]))
     out.append(line("unit tests", times.get("unit_s"), None))
     out.append(line("clean book build", times.get("book_build_s"), BUDGETS["book_build_s"]))
+    out.append(line("live demos' model (make live, stamped)", times.get("live_build_s"), None))
     out.append(line("browser check, every page", times.get("browser_check_s"), None))
     out.append(line("JupyterLab check", times.get("lab_check_s"), None))
     side_by_side = "make_test_s" in times  # make test runs every check at once
@@ -77,7 +79,9 @@ def summary(times: dict) -> list[str]:
         if others:
             page, size = max(others.items(), key=lambda kv: kv[1])
             out.append(weight(f"heaviest other page: {page}", size, PAGE_LIMIT))
-        out.append(weight("the whole built book", weights["total_bytes"], BOOK_LIMIT))
+        out.append(weight("the whole built book but live/", weights["total_bytes"], BOOK_LIMIT))
+        if "live_bytes" in weights:
+            out.append(weight("live/ (the live demos' model, fetched on use)", weights["live_bytes"], LIVE_LIMIT))
     return out
 
 

@@ -139,11 +139,11 @@
   }
 
   function loadedLine(report) {
-    var where = report.cachedBytes > 0 && report.fetchedBytes === 0 ? "from this browser's cache" :
-      report.cachedBytes > 0 ? mb(report.fetchedBytes) + " MB from the book, the rest from this browser's cache" :
-        "from the book";
+    var where = report.cachedBytes > 0 && report.fetchedBytes === 0 ? " from this browser's cache" :
+      report.cachedBytes > 0 ? " (" + mb(report.fetchedBytes) + " MB from the book, the rest from this browser's cache)" :
+        " from the book";
     return "Loaded " + report.labels.join(" and ") + " (8-bit weights, " + report.modelBytes.map(mb).join(" + ") +
-      " MB), its tokenizer and the WebAssembly runtime: " + mb(report.totalBytes) + " MB " + where +
+      " MB), the tokenizer and the WebAssembly runtime: " + mb(report.totalBytes) + " MB" + where +
       (report.sharedBytes ? " (the other " + mb(report.sharedBytes) + " MB were loaded by another demo on this page)" : "") +
       " in " + report.seconds.toFixed(1) + " s. Your text stays in this page.";
   }

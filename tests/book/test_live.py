@@ -172,11 +172,18 @@ def outside() -> list[str]:
     return []
 
 
+BEFORE_USE = {"/live/stored.js", "/live/demos.js", "/live/live.css"}  # all a page with a demo fetches from live/
+
+
 @pytest.fixture(scope="module")
 def session(chromium, base_url, outside):
-    """The fixture page, shared by the tests that use the model (one model load for all of them)."""
+    """The fixture page, shared by the tests that use the model (one model load for all of them).
+    What it fetched from live/ before any test used a demo is kept in ``before_use``."""
     s = Session(chromium, base_url, outside, viewport={"width": 1280, "height": 900})
     s.open()
+    s.page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
+    s.page.wait_for_timeout(300)
+    s.before_use = {p.split("?")[0] for p in s.live_requests()}
     yield s
     s.close()
 
@@ -515,32 +522,28 @@ def test_infonce_bad_temperature(session):
 # ---- what the page cannot do, it says -------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["missing", "truncated", "wrong"])
-def test_bad_model_file_names_it(damage, book, site, fresh):
+def test_bad_model_file_names_it(book, site, fresh):
+    """A missing, a truncated and a wrong model file (one browser: what it cached stays, the bad file is never cached)."""
     data = (book / MODEL_FILE).read_bytes()
-    if damage == "missing":
-        live_page.replace_file(site, MODEL_FILE, None)
-    elif damage == "truncated":
-        live_page.replace_file(site, MODEL_FILE, data[: len(data) // 2])
-    else:
-        flipped = bytearray(data)
-        flipped[len(flipped) // 2] ^= 0xFF
-        live_page.replace_file(site, MODEL_FILE, bytes(flipped))
-    try:
-        s = fresh()
-        page = s.open()
-        demo(page, "search").locator(".live-chip").nth(1).click()
-        page.wait_for_function("() => document.querySelector('.live-demo[data-live=search]').labsLive.status === "
-                               "'fallback'", timeout=WAIT_MS)
-        note = demo(page, "search").locator(".live-note").inner_text()
-        assert MODEL_FILE in note
-        assert {"missing": "is missing", "truncated": "is truncated", "wrong": "SHA-256 differs"}[damage] in note
-        got = state(page, "search")
-        assert got["stored"] and got["rankings"]["minilm"]
-        assert "Stored result" in demo(page, "search").locator(".live-message").inner_text()
-        assert not s.live_errors()
-    finally:
-        live_page.restore_file(book, site, MODEL_FILE)
+    flipped = bytearray(data)
+    flipped[len(flipped) // 2] ^= 0xFF
+    s = fresh()
+    for damage, bad, said in (("missing", None, "is missing"), ("truncated", data[: len(data) // 2], "is truncated"),
+                              ("wrong", bytes(flipped), "SHA-256 differs")):
+        live_page.replace_file(site, MODEL_FILE, bad)
+        try:
+            page = s.open()
+            demo(page, "search").locator(".live-chip").nth(1).click()
+            page.wait_for_function("() => document.querySelector('.live-demo[data-live=search]').labsLive.status === "
+                                   "'fallback'", timeout=WAIT_MS)
+            note = demo(page, "search").locator(".live-note").inner_text()
+            assert MODEL_FILE in note and said in note, (damage, note)
+            got = state(page, "search")
+            assert got["stored"] and got["rankings"]["minilm"], damage
+            assert "Stored result" in demo(page, "search").locator(".live-message").inner_text(), damage
+        finally:
+            live_page.restore_file(book, site, MODEL_FILE)
+    assert not s.live_errors()
 
 
 @pytest.mark.parametrize("how", ["file", "no-wasm", "old-browser"])
@@ -571,27 +574,22 @@ def test_cannot_run_says_how_and_shows_the_stored_example(how, site, fresh):
 
 # ---- weight, network, every reader ---------------------------------------------------------
 
-BEFORE_USE = {"/live/stored.js", "/live/demos.js", "/live/live.css"}
 
-
-def test_no_model_bytes_before_use(book, fresh):
-    """The fixture page and every lesson page: built, scrolled through, idle: no model byte until the
-    reader uses a demo; a page without a demo fetches nothing from live/."""
-    pages = [live_page.FIXTURE, "book/index.html"] + sorted(LESSON_DEMOS)
+def test_no_model_bytes_before_use(session, book, fresh):
+    """The fixture page (before any test used it) and the lesson pages with demos: built, scrolled
+    through, idle: no model byte until the reader uses a demo; a page without a demo fetches nothing
+    from live/. The tests before this one show that a use loads the model."""
+    assert session.before_use == BEFORE_USE
+    assert any(p.endswith("model_quantized.onnx") for p in session.live_requests())
     s = fresh(viewport={"width": 1280, "height": 900})
-    for rel in pages:
+    for rel in ["book/index.html"] + sorted(LESSON_DEMOS):
         s.requests.clear()
         page = s.open(rel)
         page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
         page.wait_for_timeout(300)
-        fetched = {p for p in s.live_requests()}
+        fetched = {p.split("?")[0] for p in s.live_requests()}
         has_demo = page.locator(".live-demo").count() > 0
-        assert {p.split("?")[0] for p in fetched} <= (BEFORE_USE if has_demo else set()), (rel, fetched)
-    s.requests.clear()
-    demo(s.open(live_page.FIXTURE), "search").locator("input").focus()
-    s.page.wait_for_function("() => document.querySelector('.live-demo[data-live=search]').labsLive.status === 'ready'",
-                             timeout=WAIT_MS)
-    assert any(p.endswith("model_quantized.onnx") for p in s.live_requests())
+        assert fetched == (BEFORE_USE if has_demo else set()), (rel, fetched)
     assert not s.live_errors()
 
 
@@ -604,14 +602,19 @@ def test_every_reader(session, fresh):
     phone = s.open()
     demo(phone, "search").locator(".live-chip").first.tap()
     ask(phone, "search", chip=0)
+    axe = """async () => {
+        const r = await axe.run({include: [['.live-demo']]}, {resultTypes: ['violations']});
+        return r.violations.filter(v => ['serious', 'critical'].includes(v.impact))
+            .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', '));
+    }"""
     for page, width in ((session.page, "1280 px"), (phone, "390 px")):
         page.add_script_tag(path=str(AXE))
-        found = page.evaluate("""async () => {
-            const r = await axe.run({include: [['.live-demo']]}, {resultTypes: ['violations']});
-            return r.violations.filter(v => ['serious', 'critical'].includes(v.impact))
-                .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', '));
-        }""")
+        found = page.evaluate(axe)
         assert not found, f"{width}: {found}"
+        if page is phone:  # and in the theme's dark mode
+            page.evaluate("() => document.documentElement.setAttribute('data-theme', 'dark')")
+            found = page.evaluate(axe)
+            assert not found, f"{width}, dark theme: {found}"
         unnamed = page.evaluate("""() => [...document.querySelectorAll(
             '.live-demo input, .live-demo button, .live-demo [role=slider]')].filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
             && !e.textContent.trim()).map(e => e.outerHTML.slice(0, 80))""")
