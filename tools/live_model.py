@@ -612,6 +612,9 @@ def main(argv: list[str] | None = None) -> int:
     except (BuildError, ValueError) as err:
         print(f"live: {err}", file=sys.stderr)
         return 1
+    except OSError as err:  # a full disk, a folder that cannot be written: the file, in one line
+        print(f"live: cannot write {err.filename or args.out}: {err.strerror or err}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -297,6 +297,7 @@
       state.query = text;
     }
 
+    /** The stored result of the example question ``text`` (of the first example for any other text). */
     function showStored(text) {
       var entry = null;
       var list = stored[kind];
@@ -304,7 +305,6 @@
       if (!entry) entry = list[0];
       var rows = {};
       spec.keys.forEach(function (key) { rows[key] = kind === "search" ? entry.ranking : entry.rankings[key]; });
-      if (input.value !== entry.question) input.value = entry.question;
       show(entry.question, rows, "Stored result for " + quoted(entry.question, 80) + ", computed with the same model " +
         "when the book was built.");
       state.rankings = rows;
@@ -374,7 +374,9 @@
 
     function ask(text) {
       if (state.status === "fallback") {
-        showStored(text);
+        // the model cannot run here (the note says why): an example shows its stored result, and
+        // typed text keeps the stored result in view
+        if (rightFor(text).length) showStored(text);
         return;
       }
       if (!text.trim()) {

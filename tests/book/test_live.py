@@ -567,6 +567,9 @@ def test_cannot_run_says_how_and_shows_the_stored_example(how, site, fresh):
         assert state(page, kind)["stored"], kind
     demo(page, "search").locator(".live-chip").nth(2).click()
     assert state(page, "search")["query"] == demo(page, "search").locator(".live-chip").nth(2).inner_text()
+    demo(page, "search").locator("input").fill("my own question")  # kept as typed; the stored result stays
+    assert demo(page, "search").locator("input").input_value() == "my own question"
+    assert state(page, "search")["stored"]
     check_infonce(state(page, "infonce"))  # no model needed: the explorable works anyway
     assert not [u for u in s.requests if "/live/models/" in u or "/live/runtime/" in u]
     assert not s.live_errors()
