@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 
 from labs.lessons.infonce import positive_share, unit_rows
-from labs.lessons.inputs import real_number, valid_tau, whole_number
+from labs.lessons.inputs import one_bool, real_number, valid_tau, whole_number
 
 __all__ = [
     "positive_loss_gradient",
@@ -165,6 +165,7 @@ def train_at_temperatures(
     optimizer: str = "sgd",
     noise: float = 2.5,
     heldout: int = 500,
+    curve: bool = True,
 ) -> list[list[TemperatureRun]]:
     """Every (tau, seed) run of `train_at_temperature` at once: ``runs[i][j]`` is at ``taus[i]`` with ``seeds[j]``.
 
@@ -173,7 +174,9 @@ def train_at_temperatures(
     matrix products instead of K small ones. The models never mix: each one's loss, gradient and
     optimizer state depend only on its own slice, and each run gives the same numbers as
     ``train_at_temperature(taus[i], seed=seeds[j], ...)``. A held-out query counts as ranked
-    first when its right document scores its row's maximum.
+    first when its right document scores its row's maximum. With ``curve=False`` held-out top-1
+    is measured at the end only (most of the time of a run goes into measuring it after every
+    step): ``heldout_top1`` is NaN but for its last entry, and ``rank_jitter`` is NaN.
     """
     taus = _sequence(taus, "taus", valid_tau)
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
@@ -185,6 +188,7 @@ def train_at_temperatures(
     steps, batch = whole_number(steps, "steps", 0), whole_number(batch, "batch", 2)
     heldout = whole_number(heldout, "heldout", batch)
     noise = _noise(noise)
+    curve = one_bool(curve, "curve")
     T, n_seeds = len(taus), len(seeds)
     K = T * n_seeds  # model k = i * n_seeds + j: taus[i], seeds[j]
     pairs = [make_toy_pairs(steps * batch + heldout, seed=seed, noise=noise) for seed in seeds]
@@ -230,12 +234,16 @@ def train_at_temperatures(
             raise ValueError(f"training diverged at step {s}: the encoder of {what(int(bad.nonzero()[0]))} "
                              f"is no longer finite (is lr={lr!r} too large?)")
         losses[:, s] = loss.detach().numpy()
-        with torch.no_grad():
-            top1[:, s] = _top1(Tq, Td, W)
+        if curve:
+            with torch.no_grad():
+                top1[:, s] = _top1(Tq, Td, W)
     with torch.no_grad():
         Q, D = F.normalize(Tq @ W, dim=-1), F.normalize(Td @ W, dim=-1)
         S = Q @ D.transpose(1, 2)  # (K, heldout, heldout)
         final = _top1(Tq, Td, W)
+    if not curve and steps:
+        top1[:] = np.nan
+        top1[:, -1] = final
     half = steps // 2
     runs = []
     for k in range(K):
@@ -246,7 +254,7 @@ def train_at_temperatures(
         ]
         runs.append(TemperatureRun(
             tau, losses[k], top1[k], float(final[k]), float(np.mean(shares)),
-            _step_jitter(losses[k, half:]), _step_jitter(top1[k, half:]),
+            _step_jitter(losses[k, half:]), _step_jitter(top1[k, half:]) if curve else float("nan"),
             float(np.mean([t[k] for t in teaching])) if teaching else float("nan"),
             float(np.mean([w[k] for w in wrong])) if wrong else float("nan"), W.detach()[k].clone(),
         ))

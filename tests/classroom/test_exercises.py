@@ -60,6 +60,9 @@ CASES = {
     "check_wrong_axis": (lambda: (3, 9), (3, 384), "(3, 9)"),
     "check_cell_gradient": (lambda: 0.191, 0.573, "0.19"),
     "check_triplet_batch_loss": (lambda: 0.2 / 6, 0.2, "0.03"),
+    "check_shifted_labels_loss": (lambda: 1.515, 0.5816, "1.51"),
+    "check_scale_bug_loss": (lambda: math.log1p(31 * math.exp(-0.2 / 20)), math.log(32), "3.456"),
+    "check_small_batch_topics": (lambda: 0.735, 1.0, "0.73"),
     "check_sorted_batch_loss": (lambda: (3 * math.log(math.exp(20) + 3) + math.log(1 + 3 * math.exp(-20))) / 4,
                                 20.0, "15"),
     "check_swapped_captions": (lambda: 0.8, 0.0, "80"),
@@ -373,4 +376,53 @@ def test_forgot_zero_grad_path_is_torch_sgd_without_zero_grad(capsys):
     for wrong, says in ((forgot_zero_grad_path(3, clear=True)[-1], "clears .grad"), (2.12, "two steps"),
                         (3.0, "does not stop")):
         assert check_no_zero_grad(wrong) is False
+        assert says in _said(capsys)
+
+
+def test_shifted_labels_loss_is_cross_entropy_with_the_labels_off_by_one(capsys):
+    """The lesson-3 break-it: labs' own cross-entropy with labels (1, 2, 0) is torch's, every row above ln 3."""
+    import torch
+    import torch.nn.functional as F
+
+    from labs.classroom.exercises.infonce import LESSON_MATRIX, SHIFTED_LABELS, check_shifted_labels_loss, \
+        labelled_batch_loss
+
+    Z = torch.tensor(LESSON_MATRIX, dtype=torch.float64) / 0.5
+    labels = torch.tensor(SHIFTED_LABELS)
+    assert labelled_batch_loss(SHIFTED_LABELS) == pytest.approx(F.cross_entropy(Z, labels).item(), abs=1e-12)
+    assert bool((F.cross_entropy(Z, labels, reduction="none") > math.log(3)).all())  # each row worse than a guess
+    assert labelled_batch_loss((0, 1, 2)) == pytest.approx(0.5816, abs=1e-4)  # the lesson's right-label loss
+    for wrong, says in ((0.5816, "right labels"), (math.log(3), "guess"), (4.545, "sum"), (1.3, "average")):
+        assert check_shifted_labels_loss(wrong) is False
+        assert says in _said(capsys)
+
+
+def test_scale_bug_loss_is_info_nce_at_tau_20(capsys):
+    """The lesson-4 break-it: the row's loss is labs' InfoNCE of a 0.2 lead over 31 level cards at tau 20."""
+    from labs.classroom.exercises.temperature import check_scale_bug_loss, scale_bug_loss
+    from labs.lessons.infonce import info_nce
+
+    assert scale_bug_loss() == pytest.approx(info_nce([[0.8] + [0.6] * 31], 20.0), abs=1e-12)
+    assert math.log(32) - 0.02 < scale_bug_loss() < math.log(32)  # a hair below a blind guess
+    for wrong, says in ((math.log(32), "ln 32"), (scale_bug_loss(tau=0.05), "intended"),
+                        (scale_bug_loss(wrong_cards=3), "three wrong cards"), (1.0, "minus its log")):
+        assert check_scale_bug_loss(wrong) is False
+        assert says in _said(capsys)
+
+
+def test_small_batch_keeps_intent_and_loses_topics(capsys):
+    """The lesson-5 break-it's claims: with 2 questions a batch the look-alikes still teach intent on every
+    seed, while topic accuracy falls well below the 8-question model's."""
+    from labs.classroom.exercises.hard_negatives import check_small_batch_topics, small_batch_topic_accuracy
+    from labs.lessons.hard_negatives import look_alike_accuracy, topic_accuracy, train_bi_encoder
+
+    models = [train_bi_encoder(True, seed=s, batch=2) for s in range(10)]
+    assert all(look_alike_accuracy(m) == 1.0 for m in models)
+    mean = float(np.mean([topic_accuracy(m) for m in models]))
+    assert small_batch_topic_accuracy() == mean
+    assert mean < small_batch_topic_accuracy(batch=8) - 0.2
+    assert check_small_batch_topics(round(mean, 3)) is True
+    for wrong, says in ((topic_accuracy(models[0]), "seed 0 alone"), (small_batch_topic_accuracy(batch=8), "8"),
+                        (0.3, "average the ten")):
+        assert check_small_batch_topics(wrong) is False
         assert says in _said(capsys)

@@ -113,6 +113,18 @@ def test_a_run_alone_is_the_same_run_inside_a_grid():
             assert grid[i][j].accuracy == pytest.approx(alone.accuracy, abs=1 / 40)
 
 
+def test_without_the_curve_the_same_models_are_trained():
+    """curve=False only skips measuring held-out top-1 after every step: the training is the same."""
+    full = train_at_temperatures([0.1, 0.003], [0, 1], steps=20)
+    quick = train_at_temperatures([0.1, 0.003], [0, 1], steps=20, curve=False)
+    for a, b in zip(sum(full, []), sum(quick, [])):
+        assert np.array_equal(a.losses, b.losses) and torch.equal(a.W, b.W) and a.accuracy == b.accuracy
+        assert b.heldout_top1[-1] == a.accuracy and np.isnan(b.heldout_top1[:-1]).all()
+        assert math.isnan(b.rank_jitter) and b.share == a.share and b.teaching_rows == a.teaching_rows
+    with pytest.raises(ValueError, match="curve must be True or False"):
+        train_at_temperatures([0.1], [0], steps=2, curve="no")
+
+
 @pytest.mark.parametrize("taus, seeds, message", [
     ([], [0], "taus must be a non-empty list"), ("0.1", [0], "taus must be a non-empty list"),
     ([0.1, 0.0], [0], "tau must be a finite number > 0, got 0.0"), ([0.1], [], "seeds must be a non-empty list"),

@@ -7,6 +7,7 @@ the answer is wrong (never the answer), and returns True or False.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -14,14 +15,18 @@ import numpy as np
 
 from labs.classroom.answers import (array_answer, call_answer, function_answer, grade_number, number_answer,
                                     numbers_answer, say)
+from labs.lessons.hard_negatives import topic_accuracy, train_bi_encoder
 from labs.lessons.margin_toy import PAIRS, START, margin_toy, pair_distances, pull, push
 
 __all__ = ["check_pull", "check_push", "EXTRA_NEGATIVE", "added_negative_distance",
-           "check_collapse_point", "check_added_negative"]
+           "check_collapse_point", "check_added_negative", "SMALL_BATCH", "small_batch_topic_accuracy",
+           "check_small_batch_topics"]
 
 
 # The exercise's extra negative pair: refund and password do not belong together.
 EXTRA_NEGATIVE = ("refund", "password", False)
+# The "break it" exercise: two questions a batch (one in-batch negative each), look-alikes kept.
+SMALL_BATCH = 2
 
 
 def _check_mover(fn: object, name: str, reference: Callable, cases: list[tuple], hint: Callable) -> bool:
@@ -140,3 +145,31 @@ def check_added_negative(answer: object) -> bool:
          0.0: "Not after 10 steps: the pull removes 20% of the gap per step, so some gap is left."},
         "Not that. Build the pairs (the five, then the new one), train 10 steps and measure login - password.",
         tol=2e-3, wrap=True)
+
+
+@functools.lru_cache(maxsize=8)
+def small_batch_topic_accuracy(seeds: range = range(10), *, hard_negatives: bool = True,
+                               batch: int = SMALL_BATCH) -> float:
+    """Mean unseen-topic accuracy (the right card against the other topics' cards) over ``seeds``."""
+    return float(np.mean([topic_accuracy(train_bi_encoder(hard_negatives, seed=s, batch=batch)) for s in seeds]))
+
+
+def check_small_batch_topics(answer: object) -> bool:
+    """Break it: batches of 2 questions with their look-alikes; the mean unseen topic accuracy of seeds 0-9?"""
+    value = number_answer(answer, "Not answered yet: fill in the mean topic accuracy.")
+    if value is None:
+        return False
+    truth = small_batch_topic_accuracy()
+    one_seed = topic_accuracy(train_bi_encoder(True, seed=0, batch=SMALL_BATCH))
+    misses = {1.0: "Not yet: 1.0 is what these models score on the look-alike exam. This asks the other "
+                   "test: hn.topic_accuracy(model), the right card against the other topics' cards.",
+              small_batch_topic_accuracy(batch=8): "Not yet: that is the page's hard-negative model, with 8 "
+                                                   "questions a batch. Train with batch=2."}
+    if abs(one_seed - truth) >= 5e-3:
+        misses[one_seed] = "Close: that is seed 0 alone. Average over seeds 0 to 9: one seed is an anecdote."
+    return grade_number(
+        value, truth, "Right: the look-alikes still teach intent (every seed gets every look-alike right), but "
+        "with one other topic's card a step, topic gets little weight: the model learns the distinctions its "
+        "negatives contain, and these mostly contain intent.", misses,
+        "Not yet: train hn.train_bi_encoder(True, seed=s, batch=2) for s = 0 to 9, take "
+        "hn.topic_accuracy of each model, and average the ten numbers.", tol=5e-3, wrap=True)

@@ -1,4 +1,5 @@
-"""Answer checks of the InfoNCE lesson: one cell's gradient, the floor of a thrice-copied card, a triplet loss.
+"""Answer checks of the InfoNCE lesson: one cell's gradient, the floor of a thrice-copied card, a triplet loss,
+and the loss of a batch whose labels are off by one (the lesson's "break it").
 
 Each check takes the reader's answer, prints "Right: ..." or a hint that says how
 the answer is wrong (never the answer), and returns True or False.
@@ -6,13 +7,16 @@ the answer is wrong (never the answer), and returns True or False.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from labs.classroom.answers import grade_number, number_answer
 from labs.lessons.duplicates import duplicate_floor
 
-__all__ = ["LESSON_MATRIX", "GRADIENT_CELL", "TRIPLET_MARGIN", "cell_gradient", "triplet_batch_loss",
-           "check_cell_gradient", "check_duplicate_floor", "check_triplet_batch_loss"]
+__all__ = ["LESSON_MATRIX", "GRADIENT_CELL", "TRIPLET_MARGIN", "SHIFTED_LABELS", "cell_gradient",
+           "triplet_batch_loss", "labelled_batch_loss", "check_cell_gradient", "check_duplicate_floor",
+           "check_triplet_batch_loss", "check_shifted_labels_loss"]
 
 
 LESSON_MATRIX = ((0.8, 0.3, 0.1), (0.2, 0.7, 0.4), (0.0, 0.3, 0.6))
@@ -20,6 +24,8 @@ LESSON_MATRIX = ((0.8, 0.3, 0.1), (0.2, 0.7, 0.4), (0.0, 0.3, 0.6))
 GRADIENT_CELL = (2, 3)
 #: the margin of the triplet exercise (the lesson shows 0.2)
 TRIPLET_MARGIN = 0.4
+#: the "break it" exercise's labels: question i is told that question i + 1's card is its own
+SHIFTED_LABELS = (1, 2, 0)
 
 
 def cell_gradient(row: int, column: int, tau: float = 0.5) -> float:
@@ -35,6 +41,14 @@ def triplet_batch_loss(margin: float) -> float:
     S = np.asarray(LESSON_MATRIX)
     terms = [max(0.0, margin - (S[i, i] - S[i, j])) for i in range(3) for j in range(3) if i != j]
     return float(np.mean(terms))
+
+
+def labelled_batch_loss(labels, tau: float = 0.5) -> float:
+    """Cross-entropy of the lesson's 3x3 table at ``tau`` with row i's right card at column ``labels[i]``."""
+    Z = np.asarray(LESSON_MATRIX) / tau
+    top = Z.max(axis=1, keepdims=True)
+    log_shares = Z - top - np.log(np.exp(Z - top).sum(axis=1, keepdims=True))
+    return float(-np.mean(log_shares[np.arange(3), list(labels)]))
 
 
 def check_cell_gradient(answer: object) -> bool:
@@ -91,3 +105,23 @@ def check_triplet_batch_loss(answer: object) -> bool:
                         "negative) triplets."},
         "Not yet: for each question and each of its two negatives, compute max(0, 0.4 - lead), then "
         "average the six numbers.", tol=2e-3)
+
+
+def check_shifted_labels_loss(answer: object) -> bool:
+    """Break it: the batch loss of the 3x3 table at tau = 0.5 when the labels are (1, 2, 0), off by one."""
+    value = number_answer(answer, "Not answered yet: fill in the batch loss.")
+    if value is None:
+        return False
+    truth = labelled_batch_loss(SHIFTED_LABELS)
+    return grade_number(
+        value, truth, "Right: each row now pays minus the log of a wrong card's share, and all three sit "
+        "above ln 3, the loss of a blind guess among three cards: the labels point the pull at wrong cards.",
+        {labelled_batch_loss((0, 1, 2)): "Not yet: that is the loss with the right labels (the diagonal). "
+                                          "Shift each row's label one column to the right.",
+         math.log(3): "Close: ln 3 is the loss of a guess that scores every card alike. These rows do not "
+                      "score alike: take each row's own numbers.",
+         3 * truth: "Close: that is the sum of the three rows. The batch loss is their mean.",
+         labelled_batch_loss((2, 0, 1)): "Not yet: that shifts the labels the other way (row 1 to card 3). "
+                                          "Row 1's label is 1: card 2."},
+        "Not yet: for each row take minus the log of the labelled card's share (its exponential over the "
+        "row's sum, the sums printed above), then average the three rows.", tol=5e-3, wrap=True)

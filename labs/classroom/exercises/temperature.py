@@ -11,7 +11,7 @@ import math
 from labs.classroom.answers import fill, number_answer, say
 from labs.lessons.infonce import positive_share
 
-__all__ = ["check_halved_gap_tau", "check_batch_tau", "check_pull_ratio"]
+__all__ = ["check_halved_gap_tau", "check_batch_tau", "check_pull_ratio", "scale_bug_loss", "check_scale_bug_loss"]
 
 
 def temperature_answer(answer: object) -> float | None:
@@ -85,4 +85,35 @@ def check_pull_ratio(answer: float | None) -> bool:
     else:
         say("Not yet: the pull is (1 - share) / tau. Work out each row's share with one wrong card, "
               "then divide the two pulls.")
+    return False
+
+
+def scale_bug_loss(wrong_cards: int = 31, lead: float = 0.2, tau: float = 20.0) -> float:
+    """The row's loss, -ln share, when the right card leads ``wrong_cards`` equal wrong cards by ``lead``."""
+    return math.log1p(wrong_cards * math.exp(-lead / tau))
+
+
+def check_scale_bug_loss(answer: object) -> bool:
+    """Break it: ``scale=0.05`` (so tau = 20) on a batch of 32 whose right card leads all 31 wrong cards by
+    0.2. The row's loss, to three decimals?"""
+    value = number_answer(answer, fill("Not answered yet: fill in the row's loss, a number."),
+                          fill("Hint: the answer is one number, got {answer!r}"), refuse_bool=True)
+    if value is None:
+        return False
+    truth = scale_bug_loss()
+    if abs(value - truth) < 1.5e-3:
+        say(f"Right: {value:.3f}, a hair below ln 32 = {math.log(32):.3f}, the loss of a blind guess among 32 "
+            "cards. At tau = 20 a lead of 0.2 is worth almost nothing.")
+        return True
+    if abs(value - math.log(32)) < 1.5e-3:
+        say("Close: ln 32 is the loss of a guess that scores all 32 cards alike. The lead still counts a "
+            "little at tau = 20: put it in the share.")
+    elif abs(value - scale_bug_loss(tau=0.05)) < 1.5e-3:
+        say("Not yet: that is the loss at the intended tau = 0.05. The bug passes scale = 0.05, and the "
+            "library divides the scores by 1 / scale.")
+    elif abs(value - scale_bug_loss(wrong_cards=3)) < 1.5e-3:
+        say("Not yet: that is the slider's row with three wrong cards. A batch of 32 has 31.")
+    else:
+        say("Not yet: with every wrong card level, the share is 1 / (1 + 31 e^(-lead / tau)); the loss is "
+            "minus its log.")
     return False
