@@ -49,9 +49,9 @@ After (a slider of 25 taus times a dropdown of 4 gaps: 100 stored outputs)::
   picture shows at that position, its numbers computed ("At tau 0.050 the right card takes 91%
   of the softmax."). Required when `fn` draws a figure: every figure is stored as an
   ``<img alt="...">`` (an HTML output, with the sentence as its text form too), so a screen
-  reader reads it in the book, in JupyterLab and in Colab. Until every lesson passes it
-  (`REQUIRE_ALT`), a figure without `alt` gets a description made from the figure's title and
-  axis labels, and tests/notebooks/test_rules.py fails for the cell. The readout (`fmt`) is what
+  reader reads it in the book, in JupyterLab and in Colab. A figure without `alt` is refused
+  (`REQUIRE_ALT`; set False, it gets a description made from the figure's title and axis labels,
+  and tests/notebooks/test_rules.py fails for the cell). The readout (`fmt`) is what
   a screen reader announces as the slider's value: keep it meaningful ("0.050", not "5").
 
 The browser check (``tests/book/``) reads the stored positions back out of the page's widget
@@ -83,10 +83,10 @@ import ipywidgets as widgets
 
 from labs.classroom.figures import png_metadata
 
-# Every lesson passes `alt=` once its owner has added it; then this becomes True and a figure
-# drawn without it is refused (ValueError naming `alt`). Meanwhile a description is made from the
-# figure's title and axis labels, and tests/notebooks/test_rules.py names each cell that lacks it.
-REQUIRE_ALT = False
+# Every lesson passes `alt=`: a figure drawn without it is refused (ValueError naming `alt`). Set
+# False (a notebook of one's own, mid-edit), a description is made from the figure's title and axis
+# labels instead, and tests/notebooks/test_rules.py still names each cell that lacks it.
+REQUIRE_ALT = True
 MAX_STORED = 150  # stored outputs per widget; tens are the aim (page weight: 3 MB per lesson page)
 BOX_CLASS = "labs-live-slider"
 STACK_CLASS = "labs-live-stack"

@@ -181,15 +181,21 @@ def test_alt_is_checked_and_named():
         live_slider(draw, [1], alt=broken)
 
 
-def test_without_alt_a_figure_is_described_from_itself_until_alt_is_required(monkeypatch):
-    """The transition: a lesson that does not pass alt yet still runs (its figures get a description
-    from their titles; tests/notebooks/test_rules.py names the cell); with REQUIRE_ALT it is refused."""
-    spec = spec_of(live_slider(draw, [0, 5], description="steps"))
-    assert stored_figure(spec.outputs[(0, 1)][1])[2] == "At steps = 5: a panel titled 'after 5 steps'."
-    monkeypatch.setattr(sliders, "REQUIRE_ALT", True)
+def test_a_figure_without_alt_is_refused_and_named():
     with pytest.raises(ValueError, match="draw draws a figure, so alt= is required"):
         live_slider(draw, [0, 5], description="steps")
     assert spec_of(live_slider(share, TAUS, description="tau"))  # text only: no alt needed
+
+
+@pytest.fixture()
+def alt_optional(monkeypatch):
+    """REQUIRE_ALT off: a figure without alt gets a description from its title (a notebook mid-edit)."""
+    monkeypatch.setattr(sliders, "REQUIRE_ALT", False)
+
+
+def test_with_alt_optional_a_figure_is_described_from_itself(alt_optional):
+    spec = spec_of(live_slider(draw, [0, 5], description="steps"))
+    assert stored_figure(spec.outputs[(0, 1)][1])[2] == "At steps = 5: a panel titled 'after 5 steps'."
 
 
 def test_a_png_figure_records_its_smallest_text():
@@ -280,7 +286,7 @@ def test_make_outputs_stores_every_position_in_the_notebook(tmp_path):
     )
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell(cell),
-        nbformat.v4.new_code_cell("live_slider(fig, [1, 2, 3], stored=[1, 3])"),
+        nbformat.v4.new_code_cell("live_slider(fig, [1, 2, 3], stored=[1, 3], alt=lambda n: f'A line of {n + 2} points.')"),
     ])
     path = tmp_path / "demo.ipynb"
     nbformat.write(nb, path)
@@ -316,12 +322,13 @@ def test_outside_a_kernel_widgets_reach_no_frontend():
 def test_with_no_frontend_one_line_then_the_start_position(monkeypatch, capsys):
     monkeypatch.setattr(sliders, "_reaches_a_frontend", REACHES_A_FRONTEND)
     result = live_slider(lambda steps, run: draw(steps), [0, 5, 10], description="steps", value=5,
-                         choices=["a", "b"], choice_description="run", choice_value="b")
+                         choices=["a", "b"], choice_description="run", choice_value="b",
+                         alt=lambda steps, run: describe_draw(steps))
     assert result is None
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == f"This slider {NEEDS_A_NOTEBOOK} to move (a notebook with widgets); showing steps = 5, run = b."
     # the figure, as its description: no display here
-    assert printed[1:] == ["5 steps", "At steps = 5, run = b: a panel titled 'after 5 steps'.", "done"]
+    assert printed[1:] == ["5 steps", describe_draw(5), "done"]
     assert plt.get_fignums() == []
 
 
@@ -365,7 +372,7 @@ KERNEL_CELLS = [
     "    ax.set_title(f'{run} after {steps}')\n"
     "    plt.show()\n",
     "live_slider(show, [0, 5, 10, 20], description='steps', value=5, choices=['a', 'b', 'c'],\n"
-    "            choice_description='run', stored=[0, 5, 10])\n",
+    "            choice_description='run', stored=[0, 5, 10], alt=lambda steps, run: f'Run {run} after {steps} steps.')\n",
 ]
 
 
@@ -427,7 +434,7 @@ def test_ipywidgets_7_in_a_kernel_redraws_one_output_from_python():
     shown = client.widget_state[s.shown]["outputs"]
     assert [o["output_type"] for o in shown] == ["stream", "display_data"]
     assert shown[0]["text"] == "a: 5 steps\n" and stored_figure(shown[1])[0] == "svg"
-    assert stored_figure(shown[1])[2] == "At steps = 5, run = a: a panel titled 'a after 5'."  # its alt text
+    assert stored_figure(shown[1])[2] == "Run a after 5 steps."  # its alt text
     # the 6 distinct positions visited, once each (kept), plus fn afresh for each of the 7 checks
     assert calls == 6 + s.checked
 
