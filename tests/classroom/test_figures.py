@@ -114,9 +114,10 @@ print(json.dumps({"text": png_text(png), "width_pt": figure_width_pt(png), "meta
 """
 
 
-def test_setup_applies_the_defaults_and_each_png_records_its_smallest_text():
+def test_setup_applies_the_defaults_and_each_png_records_its_smallest_text(tmp_path):
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          env={"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin", "HOME": str(ROOT)})
+                          env={"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                               "IPYTHONDIR": str(tmp_path / "ipython"), "MPLCONFIGDIR": str(tmp_path / "mpl")})
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["colour"] == PALETTE[1] and got["size"] == 11
