@@ -25,37 +25,28 @@ Page: ``book/scaling.md``.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import torch
 
+from labs.checks import arguments, integer, positive, require, tensor, unit_rows
 from labs.lessons.infonce import info_nce_rows, info_nce_torch
-from labs.lessons.inputs import real_number, whole_number
 
 __all__ = ["accumulation_vs_true_batch"]
 
-_SMALL = 1e-150  # rows shorter than this (or too long for float64) are scaled by their largest entry first
+
+def _values(x: torch.Tensor, name: str) -> torch.Tensor:
+    """The rows' values as float64 on the CPU: only they are used, so nothing here trains."""
+    require(isinstance(x, torch.Tensor), f"queries and docs must be tensors of the same shape (N, d), got "
+            f"{type(x).__name__}")
+    require(not (x.dtype.is_complex or x.dtype == torch.bool), f"{name} must hold real numbers, got "
+            + ("complex numbers: give real embeddings" if x.dtype.is_complex else "booleans"))
+    return tensor(x.detach().cpu().double(), name, finite=True)
 
 
-def _embeddings(x: torch.Tensor, name: str) -> torch.Tensor:
-    """Unit rows (float64, CPU) of a (N, d) tensor of real, finite numbers with no all-zero row."""
-    if x.dtype.is_complex or x.dtype == torch.bool:
-        what = "complex numbers: give real embeddings" if x.dtype.is_complex else "booleans"
-        raise ValueError(f"{name} must hold real numbers, got {what}")
-    x = x.detach().cpu().double()  # only the values are used: nothing here trains
-    if not bool(torch.isfinite(x).all()):
-        raise ValueError(f"{name} contains NaN or infinite entries")
-    largest = x.abs().amax(dim=-1, keepdim=True)
-    zero = torch.nonzero(largest[:, 0] == 0)
-    if len(zero):
-        raise ValueError(f"{name} row {int(zero[0, 0])} is all zeros: it has no direction to normalise")
-    norms = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-    redo = ~((norms > _SMALL) & (norms < torch.inf))  # squares that under- or overflowed float64
-    if bool(redo.any()):
-        x = torch.where(redo, x / largest, x)
-    return torch.nn.functional.normalize(x, dim=-1)
-
-
+@arguments(queries=_values, docs=_values, micro=partial(integer, minimum=2),
+           scale=partial(positive, what="a finite number > 0 (1 / tau)"))
 def accumulation_vs_true_batch(queries: torch.Tensor, docs: torch.Tensor, micro: int = 16,
                                scale: float = 20.0) -> dict:
     """N pairs as N/micro accumulated micro-batches vs one true batch of N: losses and competitors.
@@ -67,32 +58,18 @@ def accumulation_vs_true_batch(queries: torch.Tensor, docs: torch.Tensor, micro:
 
     ``queries`` and ``docs`` are tensors of real, finite numbers with no all-zero row (only their
     values are used, in float64, so a tensor that requires grad is fine); a row of any size
-    keeps its direction. ``micro`` is an integer, ``scale`` (1 / tau) a finite number > 0.
+    keeps its direction. ``micro`` is an integer that divides N into several micro-batches,
+    ``scale`` (1 / tau) a finite number > 0.
     """
-    if not (isinstance(queries, torch.Tensor) and isinstance(docs, torch.Tensor)):
-        raise ValueError(f"queries and docs must be tensors of the same shape (N, d), got "
-                         f"{type(queries).__name__} and {type(docs).__name__}")
-    if queries.ndim != 2 or queries.shape != docs.shape or 0 in queries.shape:
-        raise ValueError(f"queries and docs must be tensors of the same shape (N, d), N and d >= 1, got "
-                         f"{tuple(queries.shape)} and {tuple(docs.shape)}")
-    n = queries.shape[0]
-    wrong_micro = f"micro must be an integer >= 2 that divides N={n} into several micro-batches, got {micro!r}"
-    try:
-        micro = whole_number(micro, "micro", 2)
-    except ValueError:
-        raise ValueError(wrong_micro) from None
-    if n % micro or n == micro:
-        raise ValueError(wrong_micro)
-    scale = real_number(scale, "scale", "a finite number > 0 (1 / tau)")
-    if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a finite number > 0 (1 / tau), got {scale!r}")
-    tau = 1.0 / scale
-    q, d = _embeddings(queries, "queries"), _embeddings(docs, "docs")
+    require(queries.ndim == 2 and queries.shape == docs.shape and 0 not in queries.shape, "queries and docs must "
+            f"be tensors of the same shape (N, d), N and d >= 1, got {tuple(queries.shape)} and {tuple(docs.shape)}")
+    n, tau = queries.shape[0], 1.0 / scale
+    require(n % micro == 0 and n != micro, f"micro must be an integer >= 2 that divides N={n} into several "
+            f"micro-batches, got {micro!r}")
+    q, d = unit_rows(queries, "queries row"), unit_rows(docs, "docs row")
     S = (q @ d.T).numpy()
     with np.errstate(over="ignore"):
-        if not (tau > 0 and np.all(np.isfinite(S / tau))):
-            raise ValueError(f"scale={scale!r} is too large: the scores times scale overflow float64")
-    with np.errstate(over="ignore"):
+        require(np.all(np.isfinite(S / tau)), f"scale={scale!r} is too large: the scores times scale overflow float64")
         true_rows = info_nce_rows(S, tau)
         micro_rows = np.concatenate([info_nce_rows(S[i:i + micro, i:i + micro], tau) for i in range(0, n, micro)])
         micro_losses = [float(info_nce_torch(q[i:i + micro], d[i:i + micro], tau)) for i in range(0, n, micro)]
@@ -105,7 +82,7 @@ def accumulation_vs_true_batch(queries: torch.Tensor, docs: torch.Tensor, micro:
                "rows_higher_in_true_batch": int(np.sum(true_rows > micro_rows - 1e-12)),
                "hardest_negative_elsewhere": int(np.sum(hardest // micro != np.arange(n) // micro)),
                "micro_rows_mean": float(micro_rows.mean()), "true_rows_mean": float(true_rows.mean())}
-    if not all(math.isfinite(v) for v in [*micro_losses, out["accumulated_loss"], out["true_loss"],
-                                          out["micro_rows_mean"], out["true_rows_mean"]]):
-        raise ValueError(f"scale={scale!r} is too large: the losses (about scale x a cosine gap) overflow float64")
+    require(all(math.isfinite(v) for v in [*micro_losses, out["accumulated_loss"], out["true_loss"],
+                                          out["micro_rows_mean"], out["true_rows_mean"]]),
+            f"scale={scale!r} is too large: the losses (about scale x a cosine gap) overflow float64")
     return out

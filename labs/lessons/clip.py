@@ -42,14 +42,18 @@ Lesson: ``notebooks/09_clip.ipynb``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
-from labs.lessons.hard_negatives import normalize_checked, info_nce_grads, normalize_backward
+from labs.checks import (
+    arguments, finite_table, generator, instance, integer, integer_table, items, positive, require, scaled_scores,
+    temperature, unit_rows,
+)
+from labs.lessons.hard_negatives import info_nce_grads, normalize_backward
 from labs.lessons.infonce import clip_loss
-from labs.lessons.inputs import finite_array, real_number, scaled_scores, valid_tau, whole_array, whole_number
 
 __all__ = [
     "N_CLASSES",
@@ -79,11 +83,7 @@ class ToyWorld:
     feature_noise: float = 0.3  # noise added to every image and caption feature
 
 
-def _generator(rng, name: str = "rng") -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"{name} must be a numpy Generator, such as np.random.default_rng(seed), "
-                         f"got {rng!r:.60}")
-    return rng
+_WORLD = partial(instance, kind=ToyWorld, what="a ToyWorld from make_toy_world")
 
 
 def _encode(X: np.ndarray, W: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -91,17 +91,13 @@ def _encode(X: np.ndarray, W: np.ndarray, name: str) -> tuple[np.ndarray, np.nda
     overflow, and a row with no direction is named as the product's."""
     with np.errstate(over="ignore", invalid="ignore"):
         A = X @ W
-    if not np.all(np.isfinite(A)):
-        raise ValueError(f"{name} overflows float64: its inputs are finite, but too large to multiply")
-    zero = np.flatnonzero(~np.any(A, axis=1))
-    if len(zero):
-        raise ValueError(f"{name} row {int(zero[0])} is all zeros: it has no direction to scale to length 1")
-    return normalize_checked(A, name)
+    require(np.all(np.isfinite(A)), f"{name} overflows float64: its inputs are finite, but too large to multiply")
+    return unit_rows(A, f"{name} row", return_lengths=True)
 
 
 def make_toy_world(rng: np.random.Generator) -> ToyWorld:
     """Draw 5 class prototypes and the two random mixing matrices."""
-    rng = _generator(rng)
+    rng = generator(rng)
     return ToyWorld(
         prototypes=rng.standard_normal((N_CLASSES, LATENT_DIM)),
         image_mix=rng.standard_normal((LATENT_DIM, IMAGE_DIM)),
@@ -109,12 +105,9 @@ def make_toy_world(rng: np.random.Generator) -> ToyWorld:
     )
 
 
+@arguments(world=_WORLD, n=partial(integer, minimum=1), rng=generator)
 def sample_pairs(world: ToyWorld, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """n (image, caption) pairs that share a hidden meaning: (n, 32), (n, 24), labels (n,)."""
-    if not isinstance(world, ToyWorld):
-        raise ValueError(f"world must be a ToyWorld from make_toy_world, got {type(world).__name__}")
-    n = whole_number(n, "n", 1)
-    rng = _generator(rng)
     labels = rng.integers(N_CLASSES, size=n)
     z = world.prototypes[labels] + world.meaning_noise * rng.standard_normal((n, LATENT_DIM))
     images = z @ world.image_mix + world.feature_noise * rng.standard_normal((n, IMAGE_DIM))
@@ -124,8 +117,7 @@ def sample_pairs(world: ToyWorld, n: int, rng: np.random.Generator) -> tuple[np.
 
 def class_captions(world: ToyWorld) -> np.ndarray:
     """One clean caption per class, (5, 24): the prototype seen through the caption mixing, no noise."""
-    if not isinstance(world, ToyWorld):
-        raise ValueError(f"world must be a ToyWorld from make_toy_world, got {type(world).__name__}")
+    world = _WORLD(world, "world")
     return world.prototypes @ world.caption_mix
 
 
@@ -134,12 +126,13 @@ def embed(X: np.ndarray, W: np.ndarray) -> np.ndarray:
 
     X and W must hold real, finite numbers; a row of X @ W that is all zeros (no direction) or a
     product too large for float64 is refused, naming ``X @ W``."""
-    X, W = finite_array(X, "X"), finite_array(W, "W")
-    if X.ndim != 2 or W.ndim != 2 or X.shape[1] != W.shape[0]:
-        raise ValueError(f"X (n, k) and W (k, d) must fit, got shapes {X.shape} and {W.shape}")
+    X, W = finite_table(X, "X"), finite_table(W, "W")
+    require(X.ndim == 2 and W.ndim == 2 and X.shape[1] == W.shape[0],
+            f"X (n, k) and W (k, d) must fit, got shapes {X.shape} and {W.shape}")
     return _encode(X, W, "X @ W")[0]
 
 
+@arguments(images=finite_table, captions=finite_table, Wi=finite_table, Wt=finite_table, tau=temperature)
 def clip_loss_and_grads(
     images: np.ndarray, captions: np.ndarray, Wi: np.ndarray, Wt: np.ndarray, tau: float
 ) -> tuple[float, np.ndarray, np.ndarray]:
@@ -149,15 +142,16 @@ def clip_loss_and_grads(
     Backward: the table's gradient gives dI, dT (`info_nce_grads`); the unit
     scaling keeps only their sideways part (`normalize_backward`); then dW = X^T dA.
     """
-    tau = valid_tau(tau)
-    X, Y = finite_array(images, "images"), finite_array(captions, "captions")
-    Wi, Wt = finite_array(Wi, "Wi"), finite_array(Wt, "Wt")
-    if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0] or X.shape[0] < 2:
-        raise ValueError(
-            f"images (n, k) and captions (n, m) need the same number n >= 2 of rows, got {X.shape} and {Y.shape}"
-        )
-    if Wi.ndim != 2 or Wt.ndim != 2 or Wi.shape != (X.shape[1], Wt.shape[1]) or Wt.shape[0] != Y.shape[1]:
-        raise ValueError(f"Wi {Wi.shape} and Wt {Wt.shape} do not fit images {X.shape} and captions {Y.shape}")
+    X, Y = images, captions
+    require(X.ndim == 2 and Y.ndim == 2 and X.shape[0] == Y.shape[0] and X.shape[0] >= 2,
+            f"images (n, k) and captions (n, m) need the same number n >= 2 of rows, got {X.shape} and {Y.shape}")
+    require(Wi.ndim == 2 and Wt.ndim == 2 and Wi.shape == (X.shape[1], Wt.shape[1]) and Wt.shape[0] == Y.shape[1],
+            f"Wi {Wi.shape} and Wt {Wt.shape} do not fit images {X.shape} and captions {Y.shape}")
+    return _loss_and_grads(X, Y, Wi, Wt, tau)
+
+
+def _loss_and_grads(X: np.ndarray, Y: np.ndarray, Wi: np.ndarray, Wt: np.ndarray, tau: float):
+    """`clip_loss_and_grads` of checked arguments (training calls this every step)."""
     I, image_norms = _encode(X, Wi, "images @ Wi")
     T, caption_norms = _encode(Y, Wt, "captions @ Wt")
     S = I @ T.T
@@ -175,16 +169,13 @@ def zero_shot_predict(image_vecs: np.ndarray, caption_vecs: np.ndarray) -> np.nd
     Both tables must hold real, finite numbers; they are compared in float64 (a float16 product
     would overflow), and a similarity that still overflows is refused rather than ranked.
     """
-    image_vecs, caption_vecs = finite_array(image_vecs, "image_vecs"), finite_array(caption_vecs, "caption_vecs")
-    if image_vecs.ndim != 2 or caption_vecs.ndim != 2 or image_vecs.shape[1] != caption_vecs.shape[1]:
-        raise ValueError(f"image_vecs (n, d) and caption_vecs (C, d) must share d, got "
-                         f"{image_vecs.shape} and {caption_vecs.shape}")
-    if caption_vecs.shape[0] == 0:
-        raise ValueError("caption_vecs has no rows: there is no class to predict")
+    I, C = finite_table(image_vecs, "image_vecs"), finite_table(caption_vecs, "caption_vecs")
+    require(I.ndim == 2 and C.ndim == 2 and I.shape[1] == C.shape[1],
+            f"image_vecs (n, d) and caption_vecs (C, d) must share d, got {I.shape} and {C.shape}")
+    require(C.shape[0] > 0, "caption_vecs has no rows: there is no class to predict")
     with np.errstate(over="ignore", invalid="ignore"):
-        S = image_vecs @ caption_vecs.T
-    if not np.all(np.isfinite(S)):
-        raise ValueError("image_vecs @ caption_vecs.T overflows float64: scale the vectors down (unit rows)")
+        S = I @ C.T
+    require(np.all(np.isfinite(S)), "image_vecs @ caption_vecs.T overflows float64: scale the vectors down (unit rows)")
     return np.argmax(S, axis=1)
 
 
@@ -202,6 +193,9 @@ class ClipToy:
     world: ToyWorld | None = field(default=None, repr=False)
 
 
+@arguments(seed=partial(integer, minimum=0), steps=partial(integer, minimum=0), tau=temperature, lr=positive,
+           batch=partial(integer, minimum=2), dim=partial(integer, minimum=1), n_test=partial(integer, minimum=1),
+           n_show=partial(integer, minimum=1), checkpoints=partial(items, what="a list of step counts"))
 def train_clip_toy(
     *,
     seed: int = 0,
@@ -222,22 +216,8 @@ def train_clip_toy(
     ``checkpoints`` (step counts <= steps) also records the zero-shot accuracy
     reached after each of them, as one run, in ``accuracy_at``.
     """
-    tau = valid_tau(tau)
-    seed = whole_number(seed, "seed", 0)
-    steps, batch, dim = whole_number(steps, "steps", 0), whole_number(batch, "batch", 2), whole_number(dim, "dim", 1)
-    n_test, n_show = whole_number(n_test, "n_test", 1), whole_number(n_show, "n_show", 1)
-    if n_show > n_test:
-        raise ValueError(f"n_show={n_show} cannot exceed n_test={n_test}")
-    rate = real_number(lr, "lr", "a finite number > 0")
-    if not (math.isfinite(rate) and rate > 0):
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-    if isinstance(checkpoints, (str, bytes)) or not isinstance(checkpoints, Iterable):
-        raise ValueError(f"checkpoints must be a list of step counts, got {checkpoints!r:.60}")
-    marks = set()
-    for c in checkpoints:
-        if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer)) or not 0 <= c <= steps:
-            raise ValueError(f"checkpoints must be step counts between 0 and steps={steps}, got {c!r}")
-        marks.add(int(c))
+    require(n_show <= n_test, f"n_show={n_show} cannot exceed n_test={n_test}")
+    marks = {integer(c, "checkpoints", 0, steps, what=f"step counts between 0 and steps={steps}") for c in checkpoints}
     world_rng, batch_rng, test_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
     world = make_toy_world(world_rng)
     Wi = world_rng.normal(0.0, 1.0 / math.sqrt(dim), (IMAGE_DIM, dim))
@@ -255,9 +235,9 @@ def train_clip_toy(
         if step == steps:
             break
         images, captions, _ = sample_pairs(world, batch, batch_rng)
-        loss, dWi, dWt = clip_loss_and_grads(images, captions, Wi, Wt, tau)
-        Wi -= rate * dWi
-        Wt -= rate * dWt
+        loss, dWi, dWt = _loss_and_grads(images, captions, Wi, Wt, tau)
+        Wi -= lr * dWi
+        Wt -= lr * dWt
         losses.append(loss)
 
     I, L = embed(test_images, Wi), embed(clean, Wt)
@@ -271,10 +251,9 @@ def staircase_misses(similarity: np.ndarray, labels: np.ndarray) -> list[tuple[i
 
     ``similarity`` must hold real, finite numbers (a NaN row has no brightest caption) and
     ``labels`` integers (the class numbers, columns of ``similarity``)."""
-    similarity, labels = finite_array(similarity, "similarity"), whole_array(labels, "labels")
-    if similarity.ndim != 2 or labels.shape != (similarity.shape[0],):
-        raise ValueError(f"similarity (n, C) and labels (n,) do not fit: {similarity.shape} and {labels.shape}")
-    if similarity.shape[1] == 0 and len(labels):
-        raise ValueError("similarity has no columns: there is no caption to pick")
+    similarity, labels = finite_table(similarity, "similarity"), integer_table(labels, "labels")
+    require(similarity.ndim == 2 and labels.shape == (similarity.shape[0],),
+            f"similarity (n, C) and labels (n,) do not fit: {similarity.shape} and {labels.shape}")
+    require(similarity.shape[1] > 0 or not len(labels), "similarity has no columns: there is no caption to pick")
     predicted = similarity.argmax(axis=1)
     return [(int(r), int(labels[r]), int(predicted[r])) for r in np.flatnonzero(predicted != labels)]

@@ -37,24 +37,23 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from labs.lessons.inputs import finite_array, valid_tau, whole_number
+from labs.checks import finite_table, indices, integer, require, temperature
 
 __all__ = ["row_shares", "shared_score_gradient", "duplicate_floor"]
 
 
 def _row(scores: Sequence[float]) -> np.ndarray:
     """One finite row of at least 2 real scores as float64, or ValueError naming ``scores``."""
-    s = finite_array(scores, "scores")
-    if s.ndim != 1 or s.size < 2:
-        raise ValueError(f"scores must be one row of at least 2 cosines, got shape {s.shape}")
+    s = finite_table(scores, "scores")
+    require(s.ndim == 1 and s.size >= 2, f"scores must be one row of at least 2 cosines, got shape {s.shape}")
     return s
 
 
 def _shares(s: np.ndarray, tau: float) -> np.ndarray:
+    """Softmax of s / tau; a tau so small that s / tau overflows is named."""
     with np.errstate(over="ignore"):
         z = s / tau
-    if not np.all(np.isfinite(z)):
-        raise ValueError(f"tau={tau!r} is too small for these scores: scores / tau overflows")
+    require(np.all(np.isfinite(z)), f"tau={tau!r} is too small for these scores: scores / tau overflows")
     with np.errstate(over="ignore"):  # z - max may reach -inf for far-apart scores: exp gives 0, as it should
         e = np.exp(z - z.max())
     return e / e.sum()
@@ -66,7 +65,7 @@ def row_shares(scores: Sequence[float], tau: float) -> np.ndarray:
     ``scores`` must be real, finite numbers (not booleans, text, complex numbers, nor a tensor
     that requires grad); each bad argument is refused by name.
     """
-    tau = valid_tau(tau)
+    tau = temperature(tau)
     return _shares(_row(scores), tau)
 
 
@@ -77,32 +76,12 @@ def shared_score_gradient(scores: Sequence[float], copies: Sequence[int], tau: f
     the derivatives add: (share of copies[0] - 1)/tau + sum of the other copies'
     shares / tau. Negative means raising s lowers the loss: a pull.
     """
-    tau = valid_tau(tau)
-    s = _row(scores)
-    copies = _columns(copies, s.size)
-    if np.ptp(s[copies]) > 0:
-        raise ValueError(f"exact copies score the same; columns {copies} hold {s[copies].tolist()}")
-    p = _shares(s, tau)
-    return float((p[copies].sum() - 1.0) / tau)
-
-
-def _columns(copies: Sequence[int], size: int) -> list[int]:
-    """Distinct integer column indices 0..size-1 (bools, floats and text are not indices)."""
-    wrong = ValueError(f"copies must be distinct column indices of the row (0..{size - 1}), got {copies!r:.60}")
-    if isinstance(copies, (str, bytes)):
-        raise wrong
-    try:
-        columns = [whole_number(c, "copies", 0) for c in copies]
-    except (TypeError, ValueError):
-        raise wrong from None
-    if not columns or len(set(columns)) != len(columns) or not all(c < size for c in columns):
-        raise wrong
-    return columns
+    tau, s = temperature(tau), _row(scores)
+    copies = indices(copies, "copies", s.size, "distinct column indices of the row")
+    require(np.ptp(s[copies]) == 0, f"exact copies score the same; columns {copies} hold {s[copies].tolist()}")
+    return float((_shares(s, tau)[copies].sum() - 1.0) / tau)
 
 
 def duplicate_floor(n_copies: int) -> float:
     """The lowest row loss when the right card fills ``n_copies`` identical columns: ln n."""
-    return math.log(whole_number(n_copies, "n_copies", 1))
-
-
-# ---- exercise checks: say right, or how it is wrong, never the answer ----------
+    return math.log(integer(n_copies, "n_copies", 1))

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import torch
 
+from labs.checks import padding_mask, require, tensor
+
 __all__ = [
     "mean_pool",
     "cls_pool",
@@ -40,44 +42,9 @@ __all__ = [
 ]
 
 
-def _check_grid(token_embeddings: torch.Tensor) -> None:
-    if not isinstance(token_embeddings, torch.Tensor):
-        raise ValueError(f"token_embeddings must be a torch.Tensor, got {type(token_embeddings).__name__}")
-    if token_embeddings.ndim != 3:
-        raise ValueError(
-            f"token_embeddings must be 3-D (batch, tokens, dim), got shape {tuple(token_embeddings.shape)}"
-        )
-    if not token_embeddings.is_floating_point():
-        what = "complex numbers: give real vectors" if token_embeddings.dtype.is_complex else \
-            f"dtype {token_embeddings.dtype}"
-        raise ValueError(f"token_embeddings must hold floats, got {what}")
-    if 0 in token_embeddings.shape:
-        raise ValueError(f"token_embeddings is empty, got shape {tuple(token_embeddings.shape)}")
-
-
-def _check_mask(attention_mask: torch.Tensor, token_embeddings: torch.Tensor) -> torch.Tensor:
-    """Validate a (B, T) mask of 0/1 with at least one real token per row; return it as a bool tensor."""
-    if not isinstance(attention_mask, torch.Tensor):
-        raise ValueError(f"attention_mask must be a torch.Tensor, got {type(attention_mask).__name__}")
-    expected = tuple(token_embeddings.shape[:2])
-    if tuple(attention_mask.shape) != expected:
-        raise ValueError(
-            f"attention_mask must have shape (batch, tokens) = {expected} to match token_embeddings, "
-            f"got {tuple(attention_mask.shape)}"
-        )
-    if attention_mask.dtype.is_complex:
-        raise ValueError("attention_mask must hold 0 and 1 (bools, integers or floats), got complex numbers")
-    if attention_mask.device != token_embeddings.device:
-        raise ValueError(
-            f"attention_mask is on {attention_mask.device} but token_embeddings is on {token_embeddings.device}"
-        )
-    if not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
-        raise ValueError("attention_mask must contain only 0 (padding) and 1 (real token)")
-    mask = attention_mask.bool()
-    empty = (~mask.any(dim=1)).nonzero().flatten().tolist()
-    if empty:
-        raise ValueError(f"attention_mask has no real token in row(s) {empty}: there is nothing to pool")
-    return mask
+def _grid(token_embeddings) -> torch.Tensor:
+    return tensor(token_embeddings, "token_embeddings", ndim=3, what="3-D (batch, tokens, dim)", floats=True,
+                  nonempty=True)
 
 
 def mean_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -88,8 +55,7 @@ def mean_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor) -> t
     float32 at least (float16 and bfloat16 sums of many large entries would overflow) and the
     mean is returned in the grid's dtype.
     """
-    _check_grid(token_embeddings)
-    mask = _check_mask(attention_mask, token_embeddings)
+    mask = padding_mask(attention_mask, "attention_mask", _grid(token_embeddings))
     wide = torch.promote_types(token_embeddings.dtype, torch.float32)
     kept = token_embeddings.to(wide).masked_fill(~mask.unsqueeze(-1), 0.0)  # (B, T, D), padding exactly 0
     counts = mask.sum(dim=1, keepdim=True).to(wide)  # (B, 1), at least 1 after the check
@@ -102,12 +68,11 @@ def cls_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor | None
     Without a mask that is position 0 (right padding). With a mask it is the first
     position whose mask is 1, so left-padded batches work too.
     """
-    _check_grid(token_embeddings)
+    grid = _grid(token_embeddings)
     if attention_mask is None:
-        return token_embeddings[:, 0]
-    mask = _check_mask(attention_mask, token_embeddings)
-    first = mask.int().argmax(dim=1)  # argmax returns the first maximum
-    return token_embeddings[torch.arange(token_embeddings.shape[0], device=first.device), first]
+        return grid[:, 0]
+    first = padding_mask(attention_mask, "attention_mask", grid).int().argmax(dim=1)  # the first maximum
+    return grid[torch.arange(grid.shape[0], device=first.device), first]
 
 
 def last_token_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -116,10 +81,8 @@ def last_token_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor
     Works for right padding (real tokens, then pads) and left padding (pads, then
     real tokens): it takes the highest position whose mask is 1.
     """
-    _check_grid(token_embeddings)
-    mask = _check_mask(attention_mask, token_embeddings)
-    T = mask.shape[1]
-    positions = torch.arange(T, device=mask.device).expand_as(mask)
+    mask = padding_mask(attention_mask, "attention_mask", _grid(token_embeddings))
+    positions = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
     last = torch.where(mask, positions, -1).max(dim=1).values  # (B,)
     return token_embeddings[torch.arange(token_embeddings.shape[0], device=last.device), last]
 
@@ -132,11 +95,8 @@ def pooling_cosines(token_embeddings: torch.Tensor, attention_mask: torch.Tensor
     the padding bug), and the first real token (`cls_pool`). Each pooled vector is scaled to
     length 1 before the dot product, in float64.
     """
-    _check_grid(token_embeddings)
-    if token_embeddings.shape[0] != 2:
-        raise ValueError(f"token_embeddings must hold exactly two texts (2, tokens, dim), got shape "
-                         f"{tuple(token_embeddings.shape)}")
-    _check_mask(attention_mask, token_embeddings)
+    require(_grid(token_embeddings).shape[0] == 2, "token_embeddings must hold exactly two texts (2, tokens, dim), "
+            f"got shape {tuple(token_embeddings.shape)}")
     pooled = {"mean": mean_pool(token_embeddings, attention_mask),
               "mean_unmasked": token_embeddings.mean(dim=1),  # every position counts: the bug
               "cls": cls_pool(token_embeddings, attention_mask)}
