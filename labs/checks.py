@@ -13,12 +13,12 @@ with the idea; `require` states one rule between arguments in one line.
 The words
 ---------
 ==================  ==========================================================================
-numbers             `number` (real, in a range), `positive`, `temperature`, `integer`, `seed`,
+numbers             `number` (real, in a range), `positive`, `temperature`, `integer`, `random_seed`,
                     `flag` (True or False), `choice`
 tables              `table` (real numbers as float64), `finite_table`, `integer_table` (int64),
                     `tensor` (torch, its dtype, device and graph kept), `scaled_scores` (S / tau),
                     `padding_mask` (which tokens are real)
-texts and lists     `text`, `texts`, `ids`, `items` (a list, not one string), `indices`
+texts and lists     `text`, `texts`, `template`, `ids`, `items` (a list, not one string), `indices`
 objects             `instance`, `function`, `generator`, `torch_generator`
 unit rows           `unit_rows`: rows at length 1 whatever their size (NumPy or torch)
 training            `optimizer_step` (a learning rate that overflows is named), `still_finite`
@@ -44,9 +44,9 @@ import numpy as np
 
 __all__ = [
     "require", "arguments", "optional",
-    "number", "positive", "temperature", "integer", "seed", "flag", "choice",
+    "number", "positive", "temperature", "integer", "random_seed", "flag", "choice",
     "table", "finite_table", "integer_table", "tensor", "scaled_scores", "padding_mask",
-    "text", "texts", "ids", "items", "indices",
+    "text", "texts", "template", "ids", "items", "indices",
     "instance", "function", "generator", "torch_generator",
     "unit_rows", "optimizer_step", "still_finite",
 ]
@@ -56,10 +56,13 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-def require(condition: object, message: str) -> None:
-    """Raise ValueError(message) unless ``condition`` holds: one rule between arguments, one line."""
+def require(condition: object, message: str | Callable[[], str]) -> None:
+    """Raise ValueError(message) unless ``condition`` holds: one rule between arguments, one line.
+
+    ``message`` may be a function that returns it, for a message that can only be written once
+    the rule has failed (it names the offending entry)."""
     if not condition:
-        raise ValueError(message)
+        raise ValueError(message() if callable(message) else message)
 
 
 def arguments(**rules: Callable[[object, str], object]) -> Callable:
@@ -109,14 +112,14 @@ def _is_tensor(value) -> bool:
 
 
 def number(value, name: str, what: str = "a real number", *, low: float = -math.inf, high: float = math.inf,
-           above: bool = False, finite: bool = False, otherwise: str | None = None) -> float:
+           above: bool = False, below: bool = False, finite: bool = False, otherwise: str | None = None) -> float:
     """``float(value)``, or ValueError "{name} must be {what}, got ...".
 
     Refused: bools, strings, complex numbers and tensors that are not one real number (NumPy's
     and torch's too; a one-number tensor that requires grad is refused, its gradient would be
     lost), and an int beyond float64. With a range: a value below ``low`` (or at it, when
-    ``above``), above ``high``, NaN, and with ``finite`` an infinity; that refusal says
-    ``otherwise`` when given (e.g. why the range is what it is).
+    ``above``), above ``high`` (or at it, when ``below``), NaN, and with ``finite`` an infinity;
+    that refusal says ``otherwise`` when given (e.g. why the range is what it is).
     """
     if _is_tensor(value):
         import torch
@@ -137,7 +140,8 @@ def number(value, name: str, what: str = "a real number", *, low: float = -math.
     except OverflowError:  # an int beyond float64's range (about 1.8e308)
         raise ValueError(f"{name} must be {what}, got {value!r:.20}..., too large for a float") from None
     ranged = low != -math.inf or high != math.inf or finite
-    if ranged and not ((x > low if above else x >= low) and x <= high and (math.isfinite(x) or not finite)):
+    if ranged and not ((x > low if above else x >= low) and (x < high if below else x <= high)
+                       and (math.isfinite(x) or not finite)):
         raise ValueError(f"{name} must be {otherwise or what}, got {value!r}")
     return x
 
@@ -152,8 +156,15 @@ def positive(value, name: str, what: str | None = None, *, maximum: float | None
                   high=math.inf if maximum is None else maximum, otherwise=allowed)
 
 
-def temperature(value, name: str = "tau") -> float:
-    """A temperature: a finite number > 0, as a float."""
+def temperature(value, name: str = "tau", *, learned: bool = False):
+    """A temperature: a finite number > 0, as a float.
+
+    With ``learned``, a one-number tensor that requires grad (a learned temperature, as in CLIP)
+    is checked by its value and returned as a 0-d tensor, so the scores divided by it carry its
+    gradient."""
+    if learned and _is_tensor(value) and value.requires_grad:
+        positive(value.detach(), name, "a number > 0")
+        return value.reshape(())
     return positive(value, name, "a number > 0")
 
 
@@ -171,7 +182,7 @@ def integer(value, name: str, minimum: int | None = None, maximum: int | None = 
     return int(value)
 
 
-def seed(value, name: str = "seed", *, bits: int = 64, user: str = "torch's seeds") -> int:
+def random_seed(value, name: str = "seed", *, bits: int = 64, user: str = "torch's seeds") -> int:
     """A random seed: an integer from 0 to 2**bits - 1 (what ``user`` accepts), as an int."""
     whole = integer(value, name, 0)
     require(whole < 2**bits, f"{name} must be an integer from 0 to 2**{bits} - 1 ({user}), got {whole}")
@@ -311,7 +322,7 @@ def integer_table(value, name: str, *, ndim: int | None = None, what: str | None
 
 
 def tensor(value, name: str, *, ndim: int | None = None, what: str | None = None, nonempty: bool = False,
-           finite: bool = False, floats: bool = False):
+           finite: bool = False, floats: bool = False, directions: bool = False):
     """``value`` as a torch tensor of real numbers, for a function that computes with torch, or
     ValueError naming ``name``.
 
@@ -320,7 +331,8 @@ def tensor(value, name: str, *, ndim: int | None = None, what: str | None = None
     is refused. Anything else is read by `table` (so the same refusals) as a float64 tensor.
     With ``ndim`` a wrong number of dimensions is refused ("{name} must be {what}, got shape"),
     with ``nonempty`` a table with no entries, with ``finite`` a NaN or infinite entry. With
-    ``floats`` only a floating-point tensor is taken, as it is: nothing else is converted.
+    ``floats`` only a floating-point tensor is taken, as it is: nothing else is converted. With
+    ``directions`` a row of zeros (no direction to scale to length 1) is refused, by its number.
     """
     import torch
 
@@ -339,6 +351,8 @@ def tensor(value, name: str, *, ndim: int | None = None, what: str | None = None
         x = torch.from_numpy(table(value, name, train_with=None))
     _shape(x, name, ndim, what, nonempty)
     require(not finite or bool(torch.isfinite(x.detach()).all()), f"{name} contains NaN or infinite entries")
+    zero = torch.nonzero(x.detach().abs().amax(dim=-1) == 0) if directions and x.numel() else ()
+    require(not len(zero), lambda: f"{name} row {int(zero[0, 0])} is all zeros: it has no direction to normalise")
     return x
 
 
@@ -403,32 +417,42 @@ def items(value, name: str, what: str = "a list", *, ordered: bool = False) -> l
     return list(value)
 
 
-def texts(value, name: str, *, nonempty: bool = False) -> list[str]:
-    """``value`` as a list of strings, or ValueError naming ``name``: one string (which would be read
-    letter by letter), None, or an entry that is not a string (named by its index); with
-    ``nonempty``, an empty list."""
+def texts(value, name: str, what: str = "a list of strings", *, nonempty: bool = False) -> list[str]:
+    """``value`` as a list of strings, or ValueError "{name} must be {what}, ...": one string (which
+    would be read letter by letter), None, or an entry that is not a string (named by its index);
+    with ``nonempty``, an empty list ("{name} is empty: it must be {what}")."""
     if isinstance(value, (str, bytes)):
-        raise ValueError(f"{name} must be a list of strings, not one string; wrap it: [{value!r:.40}]")
+        raise ValueError(f"{name} must be {what}, not one string; wrap it: [{value!r:.40}]")
     try:
         out = list(value)
     except TypeError:
-        raise ValueError(f"{name} must be a list of strings, got {type(value).__name__}") from None
+        raise ValueError(f"{name} must be {what}, got {type(value).__name__}") from None
     bad = next((i for i, t in enumerate(out) if not isinstance(t, str)), None)
-    require(bad is None, f"{name}[{bad}] must be a string, got {out[bad] if bad is not None else ''!r:.40}")
-    require(out or not nonempty, f"{name} is empty: give at least one string")
+    require(bad is None, lambda: f"{name}[{bad}] must be a string, got {out[bad]!r:.40}")
+    require(out or not nonempty, f"{name} is empty: it must be {what}")
     return out
 
 
-def indices(value, name: str, size: int, what: str = "distinct indices") -> list[int]:
-    """``value`` as a non-empty list of distinct integers from 0 to size - 1 (rows or columns of a
-    table), or ValueError "{name} must be {what} (0..size-1), got ...": floats, bools and one
+def template(value: str, name: str, fields: str, **values) -> str:
+    """``value.format(**values)``, or ValueError "{name} = ... is not a template with only {fields}:
+    ..." naming what went wrong (an unknown field, a positional field, a lone brace)."""
+    try:
+        return value.format(**values)
+    except (KeyError, IndexError, ValueError, AttributeError) as err:
+        raise ValueError(f"{name} = {value!r:.60} is not a template with only {fields}: {type(err).__name__} "
+                         f"{err}") from None
+
+
+def indices(value, name: str, size: int, what: str | None = None, *, distinct: bool = True) -> list[int]:
+    """``value`` as a non-empty list of integers from 0 to size - 1 (rows or columns of a table, each
+    once when ``distinct``), or ValueError "{name} must be {what}, got ...": floats, bools and one
     string are not indices."""
-    wrong = f"{name} must be {what} (0..{size - 1}), got {value!r:.60}"
+    wrong = f"{name} must be {what or f'distinct indices (0..{size - 1})'}, got {value!r:.60}"
     try:
         out = [integer(i, name, 0, size - 1) for i in items(value, name)]
     except ValueError:
         raise ValueError(wrong) from None
-    require(out and len(set(out)) == len(out), wrong)
+    require(out and (len(set(out)) == len(out) or not distinct), wrong)
     return out
 
 

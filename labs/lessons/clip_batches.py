@@ -27,11 +27,12 @@ Lesson: ``notebooks/09_clip.ipynb`` ("False negatives, before and after").
 
 from __future__ import annotations
 
+from functools import partial
 
 import numpy as np
 import torch
 
-from labs.lessons.inputs import whole_array, whole_number
+from labs.checks import arguments, choice, integer, integer_table, require, torch_generator
 
 __all__ = ["SAMPLERS", "draw_batch", "false_negative_floor"]
 
@@ -40,6 +41,8 @@ __all__ = ["SAMPLERS", "draw_batch", "false_negative_floor"]
 SAMPLERS = ("random", "one_per_digit")
 
 
+@arguments(y=partial(integer_table, ndim=1, nonempty=True, what="a non-empty 1-D array of digit labels"),
+           sampler=partial(choice, allowed=SAMPLERS), gen=torch_generator)
 def draw_batch(y: np.ndarray, batch: int | None, sampler: str, gen: torch.Generator) -> torch.Tensor:
     """Row indices into ``y`` for one training batch, drawn with ``gen``: (batch,) or (number of digits,).
 
@@ -49,22 +52,19 @@ def draw_batch(y: np.ndarray, batch: int | None, sampler: str, gen: torch.Genera
     that number. ``y`` must be a non-empty 1-D array of integer labels and ``gen`` a
     ``torch.Generator`` (None would draw from torch's global random state, unseen by the caller).
     """
-    y = whole_array(y, "y")
-    if y.ndim != 1 or len(y) == 0:
-        raise ValueError(f"y must be a non-empty 1-D array of digit labels, got shape {y.shape}")
-    if not isinstance(sampler, str) or sampler not in SAMPLERS:
-        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
-    if not isinstance(gen, torch.Generator):
-        raise ValueError(f"gen must be a torch.Generator, such as torch.Generator().manual_seed(seed), got {gen!r:.60}")
     if sampler == "random":
-        if isinstance(batch, (bool, np.bool_)) or not isinstance(batch, (int, np.integer)) or batch < 2:
-            raise ValueError(f"batch must be an integer >= 2 for the random sampler, got {batch!r}")
+        return _draw(y, integer(batch, "batch", 2, what="an integer >= 2 for the random sampler"), sampler, gen)
+    require(batch is None or integer(batch, "batch") == len(np.unique(y)), "one_per_digit batches hold one image "
+            f"per digit ({len(np.unique(y))}), got batch={batch!r}")
+    return _draw(y, batch, sampler, gen)
+
+
+def _draw(y: np.ndarray, batch: int | None, sampler: str, gen: torch.Generator) -> torch.Tensor:
+    """`draw_batch` of checked arguments (training calls this every step)."""
+    if sampler == "random":
         return torch.randint(len(y), (int(batch),), generator=gen)
-    digits = np.unique(y)
-    if batch is not None and whole_number(batch, "batch") != len(digits):
-        raise ValueError(f"one_per_digit batches hold one image per digit ({len(digits)}), got batch={batch!r}")
     picks = []
-    for d in digits:
+    for d in np.unique(y):
         rows = np.flatnonzero(y == d)
         picks.append(int(rows[int(torch.randint(len(rows), (1,), generator=gen))]))
     return torch.tensor(picks, dtype=torch.long)
@@ -79,8 +79,6 @@ def false_negative_floor(batch_labels: np.ndarray) -> float:
     column direction has the same floor. 0 when every row's digit is unique. ``batch_labels``
     must be integers (digits), not floats, booleans or text.
     """
-    labels = whole_array(batch_labels, "batch_labels")
-    if labels.ndim != 1 or labels.size == 0:
-        raise ValueError(f"batch_labels must be a non-empty 1-D array, got shape {labels.shape}")
+    labels = integer_table(batch_labels, "batch_labels", ndim=1, nonempty=True, what="a non-empty 1-D array")
     same = labels[:, None] == labels[None, :]
     return float(np.mean(np.log(same.sum(axis=1))))

@@ -51,19 +51,20 @@ Lesson: ``notebooks/09_clip.ipynb`` (the toy version lives in `labs.lessons.clip
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 import torch
 from torch import nn
 
-from labs.lessons.clip_batches import SAMPLERS, draw_batch
-from labs.lessons.infonce import temperature_divisor, unit_rows, info_nce_torch
-from labs.lessons.inputs import (
-    finite_array, one_bool, real_number, real_tensor, text_list, valid_tau, whole_array, whole_number,
+from labs.checks import (
+    arguments, choice, finite_table, flag, instance, integer, integer_table, items, number, optimizer_step, optional,
+    positive, require, random_seed, still_finite, temperature, template, tensor, texts, unit_rows,
 )
+from labs.lessons.clip_batches import SAMPLERS, draw_batch
+from labs.lessons.infonce import info_nce_torch
 
 __all__ = [
     "DIGIT_WORDS",
@@ -102,23 +103,11 @@ def digit_captions(templates: Sequence[str] = CAPTION_TEMPLATES) -> list[list[st
     Each template is a format string with the fields ``{word}`` (the digit's name) and/or
     ``{digit}`` (its numeral) and no others; one that gives every digit the same caption is refused.
     """
-    if isinstance(templates, str):
-        raise ValueError("templates must be a non-empty sequence of strings with {word} or {digit}, not one "
-                         f"string; wrap it: [{templates!r:.40}]")
-    if templates is None or not isinstance(templates, Iterable):
-        raise ValueError(f"templates must be a non-empty sequence of strings with {{word}} or {{digit}}, "
-                         f"got {templates!r:.40}")
-    templates = text_list(templates, "templates")
-    if not templates:
-        raise ValueError("templates must be a non-empty sequence of strings with {word} or {digit}")
+    templates = texts(templates, "templates", "a non-empty sequence of strings with {word} or {digit}", nonempty=True)
     for i, t in enumerate(templates):
-        try:
-            filled = {t.format(word=w, digit=d) for d, w in enumerate(DIGIT_WORDS)}
-        except (KeyError, IndexError, ValueError, AttributeError) as err:
-            raise ValueError(f"templates[{i}] = {t!r:.60} is not a template with only {{word}} and {{digit}}: "
-                             f"{type(err).__name__} {err}") from None
-        if len(filled) < len(DIGIT_WORDS):
-            raise ValueError(f"templates: {t!r} names neither {{word}} nor {{digit}}, so it cannot tell digits apart")
+        filled = {template(t, f"templates[{i}]", "{word} and {digit}", word=w, digit=d) for d, w in enumerate(DIGIT_WORDS)}
+        require(len(filled) == len(DIGIT_WORDS), f"templates: {t!r} names neither {{word}} nor {{digit}}, so it "
+                "cannot tell digits apart")
     return [[t.format(word=w, digit=d) for t in templates] for d, w in enumerate(DIGIT_WORDS)]
 
 
@@ -137,25 +126,33 @@ class DigitSplit:
         return linear_probe_accuracy(self.X_train, self.y_train, self.X_test, self.y_test)
 
 
+@arguments(test_size=partial(number, what="a number between 0 and 1", low=0.0, above=True, high=1.0, below=True,
+                             otherwise="between 0 and 1"),
+           seed=partial(random_seed, bits=32, user="scikit-learn's random_state"))
 def load_digit_split(*, test_size: float = 0.3, seed: int = 0) -> DigitSplit:
     """Load the 1,797 digits shipped with scikit-learn (no download) and split them by class."""
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
-    size = real_number(test_size, "test_size", "a number between 0 and 1")
-    if not 0.0 < size < 1.0:
-        raise ValueError(f"test_size must be between 0 and 1, got {test_size!r}")
-    seed = whole_number(seed, "seed", 0)
-    if seed >= 2**32:
-        raise ValueError(f"seed must be an integer from 0 to 2**32 - 1 (scikit-learn's random_state), got {seed}")
     X, y = load_digits(return_X_y=True)
-    n_test = math.ceil(size * len(y))  # scikit-learn's rounding of a fractional test_size
-    if min(n_test, len(y) - n_test) < len(DIGIT_WORDS):
-        raise ValueError(f"test_size={test_size!r} leaves {n_test} test and {len(y) - n_test} training images: a "
-                         f"split by class needs at least {len(DIGIT_WORDS)} (one per digit) on each side")
+    n_test = math.ceil(test_size * len(y))  # scikit-learn's rounding of a fractional test_size
+    require(min(n_test, len(y) - n_test) >= len(DIGIT_WORDS), f"test_size={test_size!r} leaves {n_test} test and "
+            f"{len(y) - n_test} training images: a split by class needs at least {len(DIGIT_WORDS)} (one per digit) on "
+            "each side")
     X = (X / 16.0).astype(np.float32)  # the pixels hold 0..16
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=size, stratify=y, random_state=seed)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=test_size, stratify=y, random_state=seed)
     return DigitSplit(Xtr, ytr.astype(np.int64), Xte, yte.astype(np.int64))
+
+
+def _caption_lists(captions, name: str) -> list[list[str]]:
+    """Ten lists of captions, one per digit, all of one non-zero length."""
+    lists = items(captions, name, "10 lists of strings (digit_captions())")
+    require(len(lists) == len(DIGIT_WORDS), f"captions must hold one list per digit (10), got {len(lists)}")
+    lists = [texts(items(c, name, "10 lists of strings, all of the same non-zero length"), f"{name}[{d}]")
+             for d, c in enumerate(lists)]
+    require(len({len(c) for c in lists}) == 1 and lists[0], "captions must be 10 lists of strings, all of the same "
+            "non-zero length")
+    return lists
 
 
 def embed_captions(captions: Sequence[Sequence[str]], model) -> torch.Tensor:
@@ -164,24 +161,21 @@ def embed_captions(captions: Sequence[Sequence[str]], model) -> torch.Tensor:
     ``model`` is a SentenceTransformer (the lesson uses the packaged all-MiniLM-L6-v2,
     `labs.retrieval.models.load_minilm`).
     """
-    if isinstance(captions, (str, bytes)) or not isinstance(captions, Iterable):
-        raise ValueError(f"captions must be 10 lists of strings (digit_captions()), got {captions!r:.40}")
-    captions = list(captions)
-    if len(captions) != len(DIGIT_WORDS):
-        raise ValueError(f"captions must hold one list per digit (10), got {len(captions)}")
-    if any(isinstance(c, (str, bytes)) or not isinstance(c, Iterable) for c in captions):
-        raise ValueError("captions must be 10 lists of strings, all of the same non-zero length")
-    captions = [text_list(c, f"captions[{d}]") for d, c in enumerate(captions)]
-    sizes = {len(c) for c in captions}
-    if len(sizes) != 1 or 0 in sizes:
-        raise ValueError("captions must be 10 lists of strings, all of the same non-zero length")
-    if not callable(getattr(model, "encode", None)):
-        raise ValueError(f"model must be a SentenceTransformer (labs.retrieval.models.load_minilm()), "
-                         f"got {type(model).__name__}")
-    flat = [c for per_digit in captions for c in per_digit]
+    captions = _caption_lists(captions, "captions")
+    require(callable(getattr(model, "encode", None)), "model must be a SentenceTransformer "
+            f"(labs.retrieval.models.load_minilm()), got {type(model).__name__}")
     with torch.no_grad():
-        vecs = model.encode(flat, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False)
-    return vecs.detach().float().cpu().reshape(len(captions), sizes.pop(), -1)
+        vecs = model.encode([c for per_digit in captions for c in per_digit], convert_to_tensor=True,
+                            normalize_embeddings=True, show_progress_bar=False)
+    return vecs.detach().float().cpu().reshape(len(captions), len(captions[0]), -1)
+
+
+def _caption_emb(caption_emb, name: str) -> torch.Tensor:
+    """The (10, K, D) caption vectors of `embed_captions`: real, finite floats, K and D at least 1."""
+    x = tensor(caption_emb, name, ndim=3, what="a (10, K, D) tensor from embed_captions", floats=True, finite=True)
+    require(x.shape[0] == 10 and 0 not in x.shape, f"{name} must be a (10, K, D) tensor from embed_captions, with "
+            f"K >= 1 phrasings of D >= 1 numbers, got {tuple(x.shape)}")
+    return x
 
 
 def class_text_vectors(caption_emb: torch.Tensor) -> torch.Tensor:
@@ -189,46 +183,11 @@ def class_text_vectors(caption_emb: torch.Tensor) -> torch.Tensor:
 
     float16 and bfloat16 phrasings are averaged in float32 (their sum could overflow), and the
     result is returned in their dtype. A digit whose phrasings average to zero has no direction
-    and is refused; a tiny mean keeps its direction (see `_unit`).
+    and is refused; a tiny mean keeps its direction (see `labs.checks.unit_rows`).
     """
-    _check_caption_emb(caption_emb)
-    low = caption_emb.dtype in (torch.float16, torch.bfloat16)
-    mean = (caption_emb.float() if low else caption_emb).mean(dim=1)
-    return _unit(mean, "caption_emb's mean phrasing of digit").to(caption_emb.dtype)
-
-
-def _check_caption_emb(caption_emb: torch.Tensor) -> None:
-    if not isinstance(caption_emb, torch.Tensor) or caption_emb.ndim != 3 or caption_emb.shape[0] != 10:
-        shape = tuple(caption_emb.shape) if isinstance(caption_emb, torch.Tensor) else type(caption_emb).__name__
-        raise ValueError(f"caption_emb must be a (10, K, D) tensor from embed_captions, got {shape}")
-    if caption_emb.shape[1] == 0 or caption_emb.shape[2] == 0:
-        raise ValueError(f"caption_emb must hold K >= 1 phrasings of D >= 1 numbers, got {tuple(caption_emb.shape)}")
-    if not caption_emb.is_floating_point():
-        what = "complex numbers" if caption_emb.dtype.is_complex else f"dtype {caption_emb.dtype}"
-        raise ValueError(f"caption_emb must hold real floating-point numbers, got {what}")
-    if not bool(torch.isfinite(caption_emb.detach()).all()):
-        raise ValueError("caption_emb contains NaN or infinite entries")
-
-
-_SMALL = 1e-10  # rows shorter than this go the careful way: F.normalize clamps lengths below 1e-12
-
-
-def _unit(x: torch.Tensor, name: str) -> torch.Tensor:
-    """Rows of ``x`` (n, D) at unit length: ``F.normalize``, bit for bit, where a row's length is
-    comfortably representable; a tiny row (which F.normalize would clamp, leaving it short of
-    unit length) or a huge one (whose squared length overflows) is first divided by its largest
-    entry, so it keeps its direction. A row of zeros has none and is refused, naming ``name``."""
-    with torch.no_grad():
-        largest = x.detach().abs().amax(dim=-1)
-        norms = torch.linalg.vector_norm(x.detach(), dim=-1)
-    zero = torch.nonzero(largest == 0)
-    if len(zero):
-        raise ValueError(f"{name} {int(zero[0, 0])} is all zeros: it has no direction to scale to length 1")
-    risky = ~((norms > _SMALL) & torch.isfinite(norms))
-    if not bool(risky.any()):
-        return nn.functional.normalize(x, dim=-1)
-    plain = nn.functional.normalize(torch.where(risky[:, None], torch.ones_like(x), x), dim=-1)
-    return torch.where(risky[:, None], unit_rows(x), plain)
+    emb = _caption_emb(caption_emb, "caption_emb")
+    mean = (emb.float() if emb.dtype in (torch.float16, torch.bfloat16) else emb).mean(dim=1)
+    return unit_rows(mean, "caption_emb's mean phrasing of digit").to(emb.dtype)
 
 
 class ImageTower(nn.Module):
@@ -242,6 +201,11 @@ class ImageTower(nn.Module):
         return self.net(x)
 
 
+_VECTORS = partial(tensor, ndim=2, what="2-D (rows x dim)", finite=True)
+
+
+@arguments(image_vecs=partial(_VECTORS, directions=True), text_vecs=partial(_VECTORS, directions=True),
+           tau=partial(temperature, learned=True), labels=optional(integer_table))
 def symmetric_loss_torch(
     image_vecs: torch.Tensor, text_vecs: torch.Tensor, tau: float, labels: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -258,68 +222,69 @@ def symmetric_loss_torch(
     one-number tensor that requires grad (a learned temperature), as in `info_nce_torch`; a tau
     so small that the scores overflow is refused.
     """
-    _, divisor = temperature_divisor(tau)
-    image_vecs, text_vecs = _vectors(image_vecs, "image_vecs"), _vectors(text_vecs, "text_vecs")
-    if image_vecs.shape != text_vecs.shape:
-        raise ValueError(
-            f"image_vecs and text_vecs must have the same (B, D) shape, got "
-            f"{tuple(image_vecs.shape)} and {tuple(text_vecs.shape)}"
-        )
-    if image_vecs.shape[0] == 0 or image_vecs.shape[1] == 0:
-        raise ValueError(f"image_vecs and text_vecs need at least one row and one column, got {tuple(image_vecs.shape)}")
-    if image_vecs.dtype != text_vecs.dtype or image_vecs.device != text_vecs.device:
-        raise ValueError(f"image_vecs and text_vecs must share dtype and device, got {image_vecs.dtype} on "
-                         f"{image_vecs.device} and {text_vecs.dtype} on {text_vecs.device}")
-    if isinstance(divisor, torch.Tensor) and divisor.device != image_vecs.device:
-        raise ValueError(f"tau is on {divisor.device} but image_vecs is on {image_vecs.device}")
-    for name, x in (("image_vecs", image_vecs), ("text_vecs", text_vecs)):
-        zero = torch.nonzero(x.detach().abs().amax(dim=1) == 0)
-        if len(zero):
-            raise ValueError(f"{name} row {int(zero[0, 0])} is all zeros: it has no direction to normalise")
-    if labels is not None:
-        labels = whole_array(labels, "labels")
-        if labels.shape != (image_vecs.shape[0],):
-            raise ValueError(f"labels must hold one digit per row ({image_vecs.shape[0]}), got {tuple(labels.shape)}")
-        labels = torch.from_numpy(labels).to(image_vecs.device)
-    return _symmetric_loss(image_vecs, text_vecs, tau, labels)
+    _one_batch(image_vecs, text_vecs, tau, labels)
+    return _symmetric_loss(image_vecs, text_vecs, tau, None if labels is None else
+                           torch.from_numpy(labels).to(image_vecs.device))
+
+
+def _one_batch(image_vecs: torch.Tensor, text_vecs: torch.Tensor, tau, labels: np.ndarray | None) -> None:
+    """The rules between `symmetric_loss_torch`'s arguments: one (B, D) batch on one dtype and device."""
+    require(image_vecs.shape == text_vecs.shape and 0 not in image_vecs.shape, "image_vecs and text_vecs must have "
+            f"the same (B, D) shape and need at least one row and one column, got {tuple(image_vecs.shape)} and "
+            f"{tuple(text_vecs.shape)}")
+    require(image_vecs.dtype == text_vecs.dtype and image_vecs.device == text_vecs.device, "image_vecs and text_vecs "
+            f"must share dtype and device, got {image_vecs.dtype} on {image_vecs.device} and {text_vecs.dtype} on "
+            f"{text_vecs.device}")
+    require(not isinstance(tau, torch.Tensor) or tau.device == image_vecs.device,
+            f"tau is on {getattr(tau, 'device', 'cpu')} but image_vecs is on {image_vecs.device}")
+    require(labels is None or labels.shape == (image_vecs.shape[0],), f"labels must hold one digit per row "
+            f"({image_vecs.shape[0]}), got {None if labels is None else tuple(labels.shape)}")
 
 
 def _symmetric_loss(image_vecs: torch.Tensor, text_vecs: torch.Tensor, tau, labels: torch.Tensor | None) -> torch.Tensor:
-    """`symmetric_loss_torch` on checked arguments (training calls this every step)."""
+    """`symmetric_loss_torch` on checked arguments (training calls this every step); ``tau`` is a float
+    or a learned 0-d tensor."""
     if labels is None:
         return 0.5 * info_nce_torch(image_vecs, text_vecs, tau) + 0.5 * info_nce_torch(text_vecs, image_vecs, tau)
-    value, divisor = temperature_divisor(tau)
-    logits = _unit(image_vecs, "image_vecs row") @ _unit(text_vecs, "text_vecs row").T / divisor
+    logits = unit_rows(image_vecs, "image_vecs row") @ unit_rows(text_vecs, "text_vecs row").T / tau
     if not bool(torch.isfinite(logits.detach()).all()):
-        raise ValueError(f"tau={value!r} is too small for these scores: scores / tau overflows {logits.dtype}")
+        raise ValueError(f"tau={float(tau)!r} is too small for these scores: scores / tau overflows {logits.dtype}")
     same = (labels[:, None] == labels[None, :]) & ~torch.eye(len(labels), dtype=torch.bool, device=labels.device)
     logits = logits.masked_fill(same, float("-inf"))
     target = torch.arange(len(labels), device=labels.device)
     return 0.5 * nn.functional.cross_entropy(logits, target) + 0.5 * nn.functional.cross_entropy(logits.T, target)
 
 
-def _vectors(value, name: str) -> torch.Tensor:
-    """A 2-D tensor of real, finite numbers (see `real_tensor`), or ValueError naming ``name``."""
-    x = real_tensor(value, name)
-    if x.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (rows x dim), got shape {tuple(x.shape)}")
-    if not bool(torch.isfinite(x.detach()).all()):
-        raise ValueError(f"{name} contains NaN or infinite entries")
-    return x
-
-
-def _as_tensor(X: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
+def _pixels(X, name: str) -> torch.Tensor:
+    """Images as a float32 tensor (N, P), N and P at least 1, every pixel finite in float32."""
     with np.errstate(over="ignore"):
-        X = torch.as_tensor(finite_array(X, name).astype(np.float32))
-    if X.ndim != 2 or X.shape[0] == 0:
-        raise ValueError(f"{name} must be a non-empty 2-D array (images x pixels), got shape {tuple(X.shape)}")
-    if X.shape[1] == 0:
-        raise ValueError(f"{name} has no pixels (shape {tuple(X.shape)})")
-    if not bool(torch.isfinite(X).all()):
-        raise ValueError(f"{name} holds values too large for float32 (they overflow to infinity)")
-    return X
+        Xt = torch.as_tensor(finite_table(X, name).astype(np.float32))
+    require(Xt.ndim == 2 and Xt.shape[0] > 0, f"{name} must be a non-empty 2-D array (images x pixels), got shape "
+            f"{tuple(Xt.shape)}")
+    require(Xt.shape[1] > 0, f"{name} has no pixels (shape {tuple(Xt.shape)})")
+    require(bool(torch.isfinite(Xt).all()), f"{name} holds values too large for float32 (they overflow to infinity)")
+    return Xt
 
 
+def _frozen_captions(caption_emb, name: str) -> torch.Tensor:
+    """`_caption_emb`, and not a tensor that requires grad: the text tower is frozen."""
+    require(not _caption_emb(caption_emb, name).requires_grad, f"{name} requires grad, but the text tower is frozen "
+            f"here: only the image tower trains. Pass {name}.detach()")
+    return caption_emb
+
+
+def _digits(value, name: str) -> list[int]:
+    """Sorted distinct digits 0..9 from a list of integers, or ValueError naming ``name``: one string
+    (read letter by letter), floats such as 1.5 (int() would make it 1) and booleans are refused."""
+    digits = [integer(c, f"{name} entry") for c in items(value, name, "a list of digits 0..9")]
+    require(all(0 <= c <= 9 for c in digits), f"{name} must be digits 0..9, got "
+            f"{next((c for c in digits if not 0 <= c <= 9), None)}")
+    return sorted(set(digits))
+
+
+@arguments(tau=temperature, caption_emb=_frozen_captions, X=_pixels, y=integer_table, sampler=partial(choice, allowed=SAMPLERS),
+           steps=partial(integer, minimum=0), hidden=partial(integer, minimum=1), lr=positive, seed=random_seed,
+           mask_same_digit=flag, classes=optional(_digits))
 def train_image_tower(
     X: np.ndarray,
     y: np.ndarray,
@@ -349,48 +314,15 @@ def train_image_tower(
     it); ``classes`` are digits 0..9; ``lr`` a finite number > 0; ``seed`` an integer >= 0;
     ``mask_same_digit`` True or False (and needs two or more classes, or no negative is left).
     """
-    tau = valid_tau(tau)
-    _check_caption_emb(caption_emb)
-    if caption_emb.requires_grad:
-        raise ValueError("caption_emb requires grad, but the text tower is frozen here: only the image tower "
-                         "trains. Pass caption_emb.detach()")
-    Xt = _as_tensor(X, "X")
-    y = whole_array(y, "y")
-    if y.shape != (Xt.shape[0],):
-        raise ValueError(f"y must hold one label per image ({Xt.shape[0]}), got shape {y.shape}")
-    if not isinstance(sampler, str) or sampler not in SAMPLERS:
-        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
-    if sampler == "random" and batch is None:
-        batch = 64
-    steps, hidden = whole_number(steps, "steps", 0), whole_number(hidden, "hidden", 1)
-    if sampler == "random":
-        batch = whole_number(batch, "batch", 2)
-    elif batch is not None:
-        batch = whole_number(batch, "batch", 1)
-    rate = real_number(lr, "lr", "a finite number > 0")
-    if not (math.isfinite(rate) and rate > 0):
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-    seed = _seed(seed)
-    mask_same_digit = one_bool(mask_same_digit, "mask_same_digit")
-    keep_classes = list(range(10)) if classes is None else _digit_set(classes, "classes")
-    if not keep_classes:
-        raise ValueError(f"classes must be a non-empty subset of 0..9, got {classes!r}")
-    if mask_same_digit and len(keep_classes) < 2:
-        raise ValueError(f"mask_same_digit=True needs two or more classes: with only {keep_classes}, every "
-                         "caption in a batch shows the row's own digit, so none is left as a negative (loss 0)")
-    keep = np.isin(y, keep_classes)
-    Xt, yt = Xt[torch.as_tensor(keep)], torch.as_tensor(y[keep], dtype=torch.long)
-    if sampler == "random" and len(yt) < batch:
-        raise ValueError(f"only {len(yt)} training images of classes {keep_classes}, fewer than batch={batch}")
-    missing = sorted(set(keep_classes) - set(yt.tolist()))
-    if sampler == "one_per_digit" and (missing or batch not in (None, len(keep_classes))):
-        raise ValueError(f"one_per_digit batches hold one image per trained digit ({len(keep_classes)}); "
-                         f"got batch={batch!r}, digits without images: {missing}")
+    require(y.shape == (X.shape[0],), f"y must hold one label per image ({X.shape[0]}), got shape {y.shape}")
+    classes, batch = _batch_plan(y, classes, batch, sampler, mask_same_digit)
+    keep = np.isin(y, classes)
+    Xt, yt = X[torch.as_tensor(keep)], torch.as_tensor(y[keep], dtype=torch.long)
 
     torch.manual_seed(seed)  # the tower's initial weights
     gen = torch.Generator().manual_seed(seed)  # the batches and phrasings
     tower = ImageTower(out_dim=caption_emb.shape[2], hidden=hidden, in_dim=Xt.shape[1])
-    opt = torch.optim.Adam(tower.parameters(), lr=rate)
+    opt = torch.optim.Adam(tower.parameters(), lr=lr)
     caption_emb = caption_emb.float()  # the tower's dtype (no copy when it is float32 already)
     n_phrasings = caption_emb.shape[1]
     losses = []
@@ -398,60 +330,64 @@ def train_image_tower(
     torch.set_num_threads(1)  # matrices this small gain nothing from more threads, and one thread is reproducible
     try:
         for _ in range(steps):
-            idx = draw_batch(yt.numpy(), batch, sampler, gen)
+            idx = draw_batch.__wrapped__(yt.numpy(), batch, sampler, gen)  # checked once, above
             phrasing = torch.randint(n_phrasings, (len(idx),), generator=gen)
             text = caption_emb[yt[idx], phrasing]  # (batch, D), frozen
             image = tower(Xt[idx])
-            if not bool(torch.isfinite(image.detach()).all()):
-                raise ValueError(f"training diverged at step {len(losses)}: the image tower's vectors are no "
-                                 f"longer finite (is lr={lr!r} too large?)")
+            still_finite(image, "the image tower's vectors are no longer finite", f"step {len(losses)}", lr)
             loss = _symmetric_loss(image, text, tau, yt[idx] if mask_same_digit else None)
             opt.zero_grad()
             loss.backward()
-            try:
-                opt.step()
-            except RuntimeError as err:
-                if "overflow" not in str(err):
-                    raise
-                raise ValueError(f"lr={lr!r} is too large for the float32 tower: the step overflows") from None
+            optimizer_step(opt, lr, "the float32 tower")
             losses.append(loss.item())
     finally:
         torch.set_num_threads(threads)
     return tower.eval(), losses
 
 
-def _seed(seed) -> int:
-    seed = whole_number(seed, "seed", 0)
-    if seed >= 2**64:
-        raise ValueError(f"seed must be an integer from 0 to 2**64 - 1 (torch's seeds), got {seed}")
-    return seed
+def _batch_plan(y: np.ndarray, classes: list[int] | None, batch, sampler: str,
+                mask_same_digit: bool) -> tuple[list[int], int | None]:
+    """The rules between `train_image_tower`'s arguments: the digits trained and the batch size."""
+    classes = list(range(10)) if classes is None else classes
+    batch = 64 if sampler == "random" and batch is None else batch
+    batch = batch if batch is None else integer(batch, "batch", 2 if sampler == "random" else 1)
+    require(classes, "classes must be a non-empty subset of 0..9, got []")
+    require(not mask_same_digit or len(classes) >= 2, f"mask_same_digit=True needs two or more classes: with only "
+            f"{classes}, every caption in a batch shows the row's own digit, so none is left as a negative (loss 0)")
+    kept = y[np.isin(y, classes)]
+    require(sampler != "random" or len(kept) >= batch, f"only {len(kept)} training images of classes {classes}, "
+            f"fewer than batch={batch}")
+    missing = sorted(set(classes) - set(kept.tolist()))
+    require(sampler != "one_per_digit" or not (missing or batch not in (None, len(classes))), "one_per_digit batches "
+            f"hold one image per trained digit ({len(classes)}); got batch={batch!r}, digits without images: {missing}")
+    return classes, batch
 
 
-def _digit_set(value, name: str) -> list[int]:
-    """Sorted distinct digits 0..9 from a list of integers, or ValueError naming ``name``: one string
-    (read letter by letter), floats such as 1.5 (int() would make it 1) and booleans are refused."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise ValueError(f"{name} must be a list of digits 0..9, got {value!r:.40}")
-    digits = set()
-    for c in value:
-        c = whole_number(c, f"{name} entry")
-        if not 0 <= c <= 9:
-            raise ValueError(f"{name} must be digits 0..9, got {c}")
-        digits.add(c)
-    return sorted(digits)
-
-
+@arguments(tower=partial(instance, kind=ImageTower, what="an ImageTower (from train_image_tower)"), X=_pixels)
 def embed_images(tower: ImageTower, X: np.ndarray) -> torch.Tensor:
     """Unit image vectors (N, D) from a trained tower, without gradients.
 
     ``X`` must hold real, finite pixels, as many per image as the tower reads."""
-    if not isinstance(tower, ImageTower):
-        raise ValueError(f"tower must be an ImageTower (from train_image_tower), got {type(tower).__name__}")
-    Xt = _as_tensor(X, "X")
-    if Xt.shape[1] != tower.net[0].in_features:
-        raise ValueError(f"X has {Xt.shape[1]} pixels per image, but the tower reads {tower.net[0].in_features}")
+    require(X.shape[1] == tower.net[0].in_features, f"X has {X.shape[1]} pixels per image, but the tower reads "
+            f"{tower.net[0].in_features}")
     with torch.no_grad():
-        return _unit(tower(Xt), "the tower's vector of image")
+        return unit_rows(tower(X), "the tower's vector of image")
+
+
+def _pair(a, a_name: str, b, b_name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two 2-D tables of real, finite numbers that share D, as tensors of one dtype, without gradients."""
+    a, b = _VECTORS(a, a_name).detach(), _VECTORS(b, b_name).detach()
+    require(a.shape[1] == b.shape[1], f"{a_name} (N, D) and {b_name} (C, D) must share D, got {tuple(a.shape)} and "
+            f"{tuple(b.shape)}")
+    require(a.device == b.device, f"{a_name} is on {a.device} but {b_name} is on {b.device}")
+    wide = torch.promote_types(a.dtype, b.dtype)
+    return (a, b) if a.dtype == b.dtype else (a.to(wide), b.to(wide))
+
+
+def _similarity(a: torch.Tensor, a_name: str, b: torch.Tensor, b_name: str) -> torch.Tensor:
+    S = a @ b.T
+    require(bool(torch.isfinite(S).all()), f"{a_name} @ {b_name}.T overflows {S.dtype}: scale the vectors down (unit rows)")
+    return S.cpu()
 
 
 def zero_shot_predict(image_vecs: torch.Tensor, class_vecs: torch.Tensor) -> np.ndarray:
@@ -460,51 +396,34 @@ def zero_shot_predict(image_vecs: torch.Tensor, class_vecs: torch.Tensor) -> np.
     Tensors (or tables) of real, finite numbers; two float dtypes are compared in the wider one.
     A similarity that overflows is refused rather than ranked."""
     image_vecs, class_vecs = _pair(image_vecs, "image_vecs", class_vecs, "class_vecs")
-    if class_vecs.shape[0] == 0:
-        raise ValueError("class_vecs has no rows: there is no class to predict")
+    require(class_vecs.shape[0] > 0, "class_vecs has no rows: there is no class to predict")
     return _similarity(image_vecs, "image_vecs", class_vecs, "class_vecs").argmax(dim=1).numpy()
 
 
-def _pair(a, a_name: str, b, b_name: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """Two 2-D tables of real, finite numbers that share D, as tensors of one dtype, without gradients."""
-    a, b = _vectors(a, a_name).detach(), _vectors(b, b_name).detach()
-    if a.shape[1] != b.shape[1]:
-        raise ValueError(f"{a_name} (N, D) and {b_name} (C, D) must share D, got {tuple(a.shape)} and {tuple(b.shape)}")
-    if a.device != b.device:
-        raise ValueError(f"{a_name} is on {a.device} but {b_name} is on {b.device}")
-    if a.dtype != b.dtype:
-        wide = torch.promote_types(a.dtype, b.dtype)
-        a, b = a.to(wide), b.to(wide)
-    return a, b
-
-
-def _similarity(a: torch.Tensor, a_name: str, b: torch.Tensor, b_name: str) -> torch.Tensor:
-    S = a @ b.T
-    if not bool(torch.isfinite(S).all()):
-        raise ValueError(f"{a_name} @ {b_name}.T overflows {S.dtype}: scale the vectors down (unit rows)")
-    return S.cpu()
-
-
+@arguments(train_feats=finite_table, test_feats=finite_table)
 def linear_probe_accuracy(
     train_feats: np.ndarray, y_train: np.ndarray, test_feats: np.ndarray, y_test: np.ndarray
 ) -> float:
     """Accuracy of a logistic regression trained on the features with labels (the probe)."""
     from sklearn.linear_model import LogisticRegression
 
-    A, B = finite_array(train_feats, "train_feats"), finite_array(test_feats, "test_feats")
-    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[1]:
-        raise ValueError(f"train_feats and test_feats must be 2-D with equal widths, got {A.shape} and {B.shape}")
-    y_train, y_test = whole_array(y_train, "y_train"), whole_array(y_test, "y_test")
+    y_train, y_test = _probe_labels(train_feats, y_train, test_feats, y_test)
+    probe = LogisticRegression(max_iter=2000).fit(train_feats, y_train)
+    return float(probe.score(test_feats, y_test))
+
+
+def _probe_labels(A: np.ndarray, y_train, B: np.ndarray, y_test) -> tuple[np.ndarray, np.ndarray]:
+    """The labels of `linear_probe_accuracy`, and the rules between its arguments."""
+    require(A.ndim == 2 and B.ndim == 2 and A.shape[1] == B.shape[1],
+            f"train_feats and test_feats must be 2-D with equal widths, got {A.shape} and {B.shape}")
+    y_train, y_test = integer_table(y_train, "y_train"), integer_table(y_test, "y_test")
     for name, feats, labels in (("train", A, y_train), ("test", B, y_test)):
-        if labels.shape != (feats.shape[0],):
-            raise ValueError(f"y_{name} must hold one label per row of {name}_feats ({feats.shape[0]}), "
-                             f"got shape {labels.shape}")
-    if len(B) == 0:
-        raise ValueError("test_feats has no rows: there is nothing to score")
-    if len(np.unique(y_train)) < 2:
-        raise ValueError(f"y_train must hold at least two classes for a probe to tell apart, got {np.unique(y_train).tolist()}")
-    probe = LogisticRegression(max_iter=2000).fit(A, y_train)
-    return float(probe.score(B, y_test))
+        require(labels.shape == (feats.shape[0],), f"y_{name} must hold one label per row of {name}_feats "
+                f"({feats.shape[0]}), got shape {labels.shape}")
+    require(len(B) > 0, "test_feats has no rows: there is nothing to score")
+    require(len(np.unique(y_train)) >= 2, "y_train must hold at least two classes for a probe to tell apart, got "
+            f"{np.unique(y_train).tolist()}")
+    return y_train, y_test
 
 
 def hit_at_1(
@@ -517,16 +436,14 @@ def hit_at_1(
     it). The two directions rank different pools, so they differ. The vectors are tensors (or
     tables) of real, finite numbers, the labels integers (digits).
     """
-    image_vecs, text_vecs = _pair(image_vecs, "image_vecs", text_vecs, "text_vecs")
-    il, tl = whole_array(image_labels, "image_labels"), whole_array(text_labels, "text_labels")
-    if il.shape != (image_vecs.shape[0],) or tl.shape != (text_vecs.shape[0],):
-        raise ValueError("image_labels and text_labels need one label per row of their vectors")
-    if len(il) == 0 or len(tl) == 0:
-        raise ValueError(f"hit@1 needs at least one image and one caption, got {len(il)} and {len(tl)}")
+    (image_vecs, text_vecs), il, tl = (_pair(image_vecs, "image_vecs", text_vecs, "text_vecs"),
+                                       integer_table(image_labels, "image_labels"), integer_table(text_labels, "text_labels"))
+    require(il.shape == (image_vecs.shape[0],) and tl.shape == (text_vecs.shape[0],) and len(il) and len(tl),
+            "image_labels and text_labels need one label per row of their vectors, and hit@1 needs at least one image "
+            f"and one caption; got {len(il)} labels for {image_vecs.shape[0]} images and {len(tl)} for "
+            f"{text_vecs.shape[0]} captions")
     S = _similarity(image_vecs, "image_vecs", text_vecs, "text_vecs").numpy()  # (N images, M captions)
-    image_to_text = float(np.mean(tl[S.argmax(axis=1)] == il))
-    text_to_image = float(np.mean(il[S.argmax(axis=0)] == tl))
-    return image_to_text, text_to_image
+    return float(np.mean(tl[S.argmax(axis=1)] == il)), float(np.mean(il[S.argmax(axis=0)] == tl))
 
 
 @dataclass
@@ -545,6 +462,8 @@ class DigitsReport:
     tower: ImageTower | None = field(default=None, repr=False)
 
 
+@arguments(split=partial(instance, kind=DigitSplit, what="a DigitSplit from load_digit_split()"), held_out=_digits,
+           probe=flag)
 def run_digits_lit(
     split: DigitSplit,
     caption_emb: torch.Tensor,
@@ -566,13 +485,8 @@ def run_digits_lit(
     ``split`` comes from `load_digit_split`; ``held_out`` is a list of digits (integers 0..9);
     ``probe`` and ``mask_same_digit`` are True or False; the rest is checked by `train_image_tower`.
     """
-    if not isinstance(split, DigitSplit):
-        raise ValueError(f"split must be a DigitSplit from load_digit_split(), got {type(split).__name__}")
-    held = _digit_set(held_out, "held_out")
-    if len(held) >= 10:
-        raise ValueError(f"held_out must name some (not all) digits 0..9, got {held_out!r}")
-    probe = one_bool(probe, "probe")
-    seen = [c for c in range(10) if c not in held]
+    require(len(held_out) < 10, f"held_out must name some (not all) digits 0..9, got {held_out!r}")
+    seen = [c for c in range(10) if c not in held_out]
     tower, losses = train_image_tower(split.X_train, split.y_train, caption_emb, classes=seen, steps=steps,
                                       tau=tau, seed=seed, sampler=sampler, mask_same_digit=mask_same_digit)
     test_vecs, train_vecs = embed_images(tower, split.X_test), embed_images(tower, split.X_train)

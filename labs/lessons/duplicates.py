@@ -77,7 +77,7 @@ def shared_score_gradient(scores: Sequence[float], copies: Sequence[int], tau: f
     shares / tau. Negative means raising s lowers the loss: a pull.
     """
     tau, s = temperature(tau), _row(scores)
-    copies = indices(copies, "copies", s.size, "distinct column indices of the row")
+    copies = indices(copies, "copies", s.size, f"distinct column indices of the row (0..{s.size - 1})")
     require(np.ptp(s[copies]) == 0, f"exact copies score the same; columns {copies} hold {s[copies].tolist()}")
     return float((_shares(s, tau)[copies].sum() - 1.0) / tau)
 

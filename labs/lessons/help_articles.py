@@ -16,9 +16,7 @@ Lessons: ``notebooks/01_pooling.ipynb`` and ``notebooks/10_beyond_one_vector.ipy
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from labs.lessons.inputs import text_list, whole_number
+from labs.checks import indices, require, texts
 
 __all__ = ["PRODUCTS", "ARTICLE_KINDS", "EXTRA_ARTICLES", "SEARCH_EXAMPLES", "help_articles", "help_questions",
            "search_articles"]
@@ -87,26 +85,22 @@ def help_articles() -> tuple[list[str], list[str]]:
     return docs, ids
 
 
+def _products(products, name: str) -> list[str]:
+    """A non-empty list of names of `PRODUCTS`."""
+    products = texts(products, name)
+    require(products, f"{name} must name at least one product; choose from {list(PRODUCTS)}")
+    require(set(products) <= set(PRODUCTS), lambda: f"{name}: unknown {[p for p in products if p not in PRODUCTS]}; "
+            f"choose from {list(PRODUCTS)}")
+    return products
+
+
 def help_questions(products: list[str], variants: tuple[int, ...] = (1, 2)) -> list[tuple[str, str]]:
     """(question, id of its article) for ``products`` and question ``variants`` (0 to 3).
 
     Ordered by variant, then product, then article kind.
     """
-    products = text_list(products, "products")
-    if not products:
-        raise ValueError(f"products must name at least one product; choose from {list(PRODUCTS)}")
-    unknown = [p for p in products if p not in PRODUCTS]
-    if unknown:
-        raise ValueError(f"products: unknown {unknown}; choose from {list(PRODUCTS)}")
-    wrong = ValueError(f"variants must be a non-empty tuple of 0, 1, 2, 3, got {variants!r:.60}")
-    if isinstance(variants, (str, bytes)) or not isinstance(variants, Iterable):
-        raise wrong
-    try:
-        variants = tuple(whole_number(v, "variants", 0) for v in variants)  # 1.0 and True are not variants
-    except ValueError:
-        raise wrong from None
-    if not variants or any(v > 3 for v in variants):
-        raise wrong
+    products = _products(products, "products")
+    variants = indices(variants, "variants", 4, "a non-empty tuple of 0, 1, 2, 3", distinct=False)
     return [(ARTICLE_KINDS[kind][1][v].format(p=p, s=PRODUCTS[p]), f"{p}/{kind}")
             for v in variants for p in products for kind in ARTICLE_KINDS]
 

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from labs.checks import integer, number, positive, require
 from labs.lessons.infonce import info_nce_torch
 
 __all__ = [
@@ -53,20 +54,16 @@ __all__ = [
 
 def cut(vectors: torch.Tensor, m: int) -> torch.Tensor:
     """The first ``m`` numbers of each row, rescaled to length 1: (n, D) -> (n, m)."""
-    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= vectors.shape[-1]:
-        raise ValueError(f"m must be an integer from 1 to {vectors.shape[-1]}, got {m!r}")
-    return F.normalize(vectors[..., :m], dim=-1)
+    return F.normalize(vectors[..., :integer(m, "m", 1, vectors.shape[-1])], dim=-1)
 
 
 def matryoshka_loss(queries: torch.Tensor, docs: torch.Tensor, dims: Sequence[int], tau: float = 0.05,
                     weights: Sequence[float] | None = None) -> torch.Tensor:
     """Sum over m in ``dims`` of weight_m * InfoNCE(cut(queries, m), cut(docs, m), tau); weights default to 1."""
     dims = list(dims)
-    if not dims:
-        raise ValueError("dims is empty: give at least one length")
     weights = [1.0] * len(dims) if weights is None else list(weights)
-    if len(weights) != len(dims):
-        raise ValueError(f"weights and dims differ in length: {len(weights)} vs {len(dims)}")
+    require(dims, "dims is empty: give at least one length")
+    require(len(weights) == len(dims), f"weights and dims differ in length: {len(weights)} vs {len(dims)}")
     return sum(w * info_nce_torch(cut(queries, m), cut(docs, m), tau) for m, w in zip(dims, weights))
 
 
@@ -78,9 +75,8 @@ def reciprocal_ranks(scores: torch.Tensor, right: Sequence[int], k: int = 10) ->
     products of quantised vectors, matching bits.
     """
     right = torch.as_tensor(list(right))
-    if scores.ndim != 2 or len(right) != len(scores):
-        raise ValueError(f"need a (Q, N) scores table and one right column per row; got "
-                         f"{tuple(scores.shape)} and {len(right)}")
+    require(scores.ndim == 2 and len(right) == len(scores), "need a (Q, N) scores table and one right column per "
+            f"row; got {tuple(scores.shape)} and {len(right)}")
     own = scores[torch.arange(len(right)), right]
     rank = (scores > own[:, None]).sum(dim=1) + 1
     return torch.where(rank <= k, 1.0 / rank, torch.zeros_like(rank, dtype=torch.float)).double().numpy()
@@ -93,11 +89,10 @@ def bootstrap_interval(values: Sequence[float], *, level: float = 0.95, n: int =
     Draws ``n`` resamples of the questions with replacement; for a paired comparison pass the
     per-question differences.
     """
-    values = np.asarray(values, dtype=float)
-    if values.ndim != 1 or len(values) < 2:
-        raise ValueError(f"values: need a 1-d sequence of at least two numbers, got shape {values.shape}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be between 0 and 1, got {level!r}")
+    values, level = np.asarray(values, dtype=float), number(level, "level", "between 0 and 1", low=0.0, above=True,
+                                                            high=1.0, below=True)
+    require(values.ndim == 1 and len(values) >= 2, "values: need a 1-d sequence of at least two numbers, got shape "
+            f"{values.shape}")
     rng = np.random.default_rng(seed)
     means = values[rng.integers(0, len(values), size=(n, len(values)))].mean(axis=1)
     tail = (1 - level) / 2
@@ -107,9 +102,7 @@ def bootstrap_interval(values: Sequence[float], *, level: float = 0.95, n: int =
 
 def quantize_int8(vectors: torch.Tensor, scale: float) -> torch.Tensor:
     """Round every number to an integer from -127 to 127, with 127 standing for ``scale`` (one byte each)."""
-    if not scale > 0:
-        raise ValueError(f"scale must be > 0, got {scale!r}")
-    return torch.round(vectors * 127 / scale).clamp(-127, 127)
+    return torch.round(vectors * 127 / positive(scale, "scale")).clamp(-127, 127)
 
 
 def binarize(vectors: torch.Tensor) -> torch.Tensor:
@@ -129,8 +122,7 @@ def spherical_kmeans(vectors: torch.Tensor, k: int, *, iters: int = 10,
     Starts from ``k`` rows drawn with ``seed``; each round assigns every row to its nearest
     centroid and moves each centroid to its members' mean, rescaled to length 1.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(vectors):
-        raise ValueError(f"k must be an integer from 1 to {len(vectors)}, got {k!r}")
+    k = integer(k, "k", 1, len(vectors))
     gen = torch.Generator().manual_seed(seed)
     centroids = vectors[torch.randperm(len(vectors), generator=gen)[:k]].clone()
     for _ in range(iters):
@@ -146,9 +138,7 @@ def ivf_search(query: torch.Tensor, d_vecs: torch.Tensor, centroids: torch.Tenso
 
     Returns (the best of those documents' rows, how many documents were scored).
     """
-    if isinstance(probes, bool) or not isinstance(probes, int) or not 1 <= probes <= len(centroids):
-        raise ValueError(f"probes must be an integer from 1 to {len(centroids)}, got {probes!r}")
-    nearest = (centroids @ query).topk(probes).indices
+    nearest = (centroids @ query).topk(integer(probes, "probes", 1, len(centroids))).indices
     rows = torch.nonzero(torch.isin(assign, nearest)).flatten()
     best = rows[(d_vecs[rows] @ query).argmax()]
     return int(best), len(rows)

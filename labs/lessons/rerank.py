@@ -45,13 +45,17 @@ from __future__ import annotations
 import math
 import os
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from labs.lessons.inputs import finite_array, real_array, real_number, real_tensor, text_list, whole_number
+from labs.checks import (
+    arguments, finite_table, function, integer, items, optimizer_step, positive, random_seed, require, still_finite,
+    table, template, tensor, texts,
+)
 
 
 if TYPE_CHECKING:  # imported lazily: sentence-transformers is slow to import
@@ -110,87 +114,73 @@ YES_NEW = ["{G} always have to {a}."]
 NO_NEW = ["{G} never have to {a}."]
 
 
+_FIELDS = "{g}, {G} and {a}"
+
+
 def _rule(rule, name: str = "rule") -> tuple[str, str]:
-    if isinstance(rule, (str, bytes)) or not isinstance(rule, Iterable):
-        raise ValueError(f"{name} must be a (group, action) pair of strings, got {rule!r:.60}")
-    rule = tuple(rule)
-    if len(rule) != 2 or not all(isinstance(part, str) and part for part in rule):
-        raise ValueError(f"{name} must be a (group, action) pair of non-empty strings, got {rule!r:.60}")
+    """A (group, action) pair of non-empty strings."""
+    rule = tuple(items(rule, name, "a (group, action) pair of strings"))
+    require(len(rule) == 2 and all(isinstance(part, str) and part for part in rule),
+            f"{name} must be a (group, action) pair of non-empty strings, got {rule!r:.60}")
     return rule
 
 
-def _fill(template: str, rule: tuple[str, str], name: str) -> str:
-    group, action = rule
-    try:
-        return template.format(g=group, G=group[0].upper() + group[1:], a=action)
-    except (KeyError, IndexError, ValueError, AttributeError) as err:
-        raise ValueError(f"{name} = {template!r:.60} is not a template with only {{g}}, {{G}} and {{a}}: "
-                         f"{type(err).__name__} {err}") from None
+def _rules(rules, name: str) -> list[tuple[str, str]]:
+    """At least two rules (each rule's off-topic passage is the next rule's)."""
+    rules = [_rule(r, f"{name}[{i}]") for i, r in enumerate(items(rules, name, "a list of (group, action) pairs"))]
+    require(len(rules) >= 2, f"rules: need at least two rules (one is the other's off-topic passage), got {len(rules)}")
+    return rules
+
+
+def _templates(templates, name: str) -> list[str]:
+    """A non-empty list of templates with only {g}, {G} and {a} (each is tried on a placeholder rule)."""
+    templates = texts(templates, name, nonempty=True)
+    for i, t in enumerate(templates):
+        template(t, f"{name}[{i}]", _FIELDS, g="group", G="Group", a="action")
+    return templates
 
 
 def fill(template: str, rule: tuple[str, str]) -> str:
     """Put a (group, action) rule into a template with {g}, {G} (capitalised) and {a}."""
-    if not isinstance(template, str):
-        raise ValueError(f"template must be a string with {{g}}, {{G}} or {{a}}, got {template!r:.60}")
-    return _fill(template, _rule(rule), "template")
+    require(isinstance(template, str), f"template must be a string with {{g}}, {{G}} or {{a}}, got {template!r:.60}")
+    return _fill(template, _rule(rule))
 
 
-def _rules(rules) -> list[tuple[str, str]]:
-    if isinstance(rules, (str, bytes)) or not isinstance(rules, Iterable):
-        raise ValueError(f"rules must be a list of (group, action) pairs, got {rules!r:.60}")
-    rules = [_rule(r, f"rules[{i}]") for i, r in enumerate(rules)]
-    if len(rules) < 2:
-        raise ValueError(f"rules: need at least two rules (one is the other's off-topic passage), got {len(rules)}")
-    return rules
+def _fill(text: str, rule: tuple[str, str], name: str = "template") -> str:
+    group, action = rule
+    return template(text, name, _FIELDS, g=group, G=group[0].upper() + group[1:], a=action)
 
 
-def _templates(templates, name: str, rule: tuple[str, str]) -> list[str]:
-    """A non-empty list of templates, each tried on ``rule``, or ValueError naming the bad one."""
-    templates = text_list(templates, name)
-    if not templates:
-        raise ValueError(f"{name} is empty: give at least one template")
-    for i, t in enumerate(templates):
-        _fill(t, rule, f"{name}[{i}]")
-    return templates
-
-
+@arguments(rules=_rules, q_templates=_templates, yes_templates=_templates, no_templates=_templates)
 def labelled_pairs(rules: Sequence[tuple[str, str]], q_templates: Sequence[str],
                    yes_templates: Sequence[str], no_templates: Sequence[str]) -> list[tuple[str, str, int]]:
     """(question, passage, label) rows: each yes passage (1), each negation (0), and the
     next rule's first yes passage (0), for every rule and question template."""
-    rules = _rules(rules)
-    q_templates = _templates(q_templates, "q_templates", rules[0])
-    yes_templates = _templates(yes_templates, "yes_templates", rules[0])
-    no_templates = _templates(no_templates, "no_templates", rules[0])
     rows = []
     for i, rule in enumerate(rules):
         other = rules[(i + 1) % len(rules)]
         for qt in q_templates:
-            q = fill(qt, rule)
-            rows += [(q, fill(t, rule), 1) for t in yes_templates]
-            rows += [(q, fill(t, rule), 0) for t in no_templates]
-            rows.append((q, fill(yes_templates[0], other), 0))
+            q = _fill(qt, rule)
+            rows += [(q, _fill(t, rule), 1) for t in yes_templates]
+            rows += [(q, _fill(t, rule), 0) for t in no_templates]
+            rows.append((q, _fill(yes_templates[0], other), 0))
     return rows
 
 
+@arguments(rules=_rules, q_templates=_templates, yes_templates=_templates, no_templates=_templates)
 def test_triples(rules: Sequence[tuple[str, str]], q_templates: Sequence[str],
                  yes_templates: Sequence[str], no_templates: Sequence[str]) -> list[tuple[str, str, str, str]]:
     """(question, yes passage, its negation, another rule's yes passage) for every rule,
     question template and matching (yes, no) template pair: ``yes_templates[i]`` is paired
     with its negation ``no_templates[i]``, so the two lists have one length."""
-    rules = _rules(rules)
-    q_templates = _templates(q_templates, "q_templates", rules[0])
-    yes_templates = _templates(yes_templates, "yes_templates", rules[0])
-    no_templates = _templates(no_templates, "no_templates", rules[0])
-    if len(yes_templates) != len(no_templates):
-        raise ValueError(f"yes_templates and no_templates pair up one to one (a passage and its negation), "
-                         f"got {len(yes_templates)} and {len(no_templates)}")
+    require(len(yes_templates) == len(no_templates), "yes_templates and no_templates pair up one to one (a passage "
+            f"and its negation), got {len(yes_templates)} and {len(no_templates)}")
     out = []
     for i, rule in enumerate(rules):
         other = rules[(i + 1) % len(rules)]
         for qt in q_templates:
             for yes, no in zip(yes_templates, no_templates):
-                out.append((fill(qt, rule), fill(yes, rule), fill(no, rule), fill(yes, other)))
+                out.append((_fill(qt, rule), _fill(yes, rule), _fill(no, rule), _fill(yes, other)))
     return out
 
 
@@ -204,76 +194,13 @@ def collection() -> list[str]:
     return sorted(passages | set(HELMET_PASSAGES))
 
 
-def train_cross_encoder(rows: Sequence[tuple[str, str, int]], base_model: str, seed: int = 0, lr: float = 2e-4,
-                        batch_size: int = 16, max_length: int = 64) -> CrossEncoder:
-    """One pass over shuffled (question, passage, label) rows; returns the trained CrossEncoder.
-
-    Starts from ``base_model``, a local model folder (the lesson passes the packaged
-    all-MiniLM-L6-v2, `labs.retrieval.models.minilm_path()`), with a fresh one-number head;
-    the word embedding table stays frozen (fewer weights to update, a faster lesson).
-    Every argument is checked before the model loads: ``rows`` is a list of (question,
-    passage, label) with two strings and a label 0 or 1 (not True or False), ``seed`` an
-    integer >= 0, ``lr`` a finite number > 0, ``batch_size`` and ``max_length`` integers >= 1.
-    A model that cannot be loaded from ``base_model`` is named in one ValueError.
-    """
-    if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
-        raise ValueError(f"rows must be a list of (question, passage, 0 or 1), got {rows!r:.60}")
-    rows = list(rows)
-    if not rows:
-        raise ValueError("rows is empty: nothing to train on")
+def _rows(rows, name: str) -> list:
+    """A non-empty list of (question, passage, label): two strings and a label 0 or 1 (not True or False)."""
+    rows = items(rows, name, "a list of (question, passage, 0 or 1)")
+    require(rows, f"{name} is empty: nothing to train on")
     bad = [r for r in rows if not _good_row(r)]
-    if bad:
-        raise ValueError(f"rows must be (question, passage, 0 or 1); first bad row: {bad[0]!r:.120}")
-    seed, batch_size = whole_number(seed, "seed", 0), whole_number(batch_size, "batch_size", 1)
-    if seed >= 2**64:
-        raise ValueError(f"seed must be an integer from 0 to 2**64 - 1 (torch's seeds), got {seed}")
-    max_length = whole_number(max_length, "max_length", 1)
-    rate = real_number(lr, "lr", "a finite number > 0")
-    if not (math.isfinite(rate) and rate > 0):
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-    if not isinstance(base_model, (str, os.PathLike)) or not str(base_model):
-        raise ValueError(f"base_model must be a local model folder (such as labs.retrieval.models.minilm_path()), "
-                         f"got {base_model!r:.60}")
-    folder = os.path.expanduser(str(base_model))
-    if (os.path.isabs(folder) or folder.startswith(".") or os.path.exists(folder)) and not os.path.isdir(folder):
-        raise ValueError(f"base_model {str(base_model)!r:.80} is not a folder: give a local model folder, such as "
-                         f"labs.retrieval.models.minilm_path()")
-    from sentence_transformers import CrossEncoder
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()  # "some weights were newly initialised": the head, on purpose
-    torch.manual_seed(seed)
-    try:
-        cross = CrossEncoder(str(base_model), num_labels=1, max_length=max_length, device="cpu",
-                             local_files_only=True)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"base_model {str(base_model)!r:.80} could not be loaded as a model: "
-                         f"{' '.join(str(err).split())[:200]}") from None
-    for p in cross.model.base_model.embeddings.parameters():
-        p.requires_grad_(False)
-    loss_fn = BinaryCrossEntropyLoss(cross)
-    optimizer = torch.optim.AdamW([p for p in cross.parameters() if p.requires_grad], lr=rate)
-    order = list(rows)
-    random.Random(seed).shuffle(order)
-    cross.train()
-    for start in range(0, len(order), batch_size):
-        batch = order[start:start + batch_size]
-        labels = torch.tensor([float(y) for *_, y in batch])
-        loss = loss_fn([[q for q, _, _ in batch], [p for _, p, _ in batch]], labels)
-        if not bool(torch.isfinite(loss.detach())):
-            raise ValueError(f"training diverged at batch {start // batch_size + 1}: the loss is "
-                             f"{loss.item()} (is lr={lr!r} too large?)")
-        optimizer.zero_grad()
-        loss.backward()
-        try:
-            optimizer.step()
-        except RuntimeError as err:
-            if "overflow" not in str(err):
-                raise
-            raise ValueError(f"lr={lr!r} is too large for the float32 model: the step overflows") from None
-    cross.eval()
-    return cross
+    require(not bad, lambda: f"{name} must be (question, passage, 0 or 1); first bad row: {bad[0]!r:.120}")
+    return rows
 
 
 def _good_row(row) -> bool:
@@ -289,6 +216,73 @@ def _is_0_or_1(label) -> bool:
         and label in (0, 1)
 
 
+def _model_folder(base_model, name: str) -> str:
+    """A local model folder (what it names may still fail to load: that is named when it is loaded)."""
+    require(isinstance(base_model, (str, os.PathLike)) and str(base_model), f"{name} must be a local model folder "
+            f"(such as labs.retrieval.models.minilm_path()), got {base_model!r:.60}")
+    folder = os.path.expanduser(str(base_model))
+    require(not (os.path.isabs(folder) or folder.startswith(".") or os.path.exists(folder)) or os.path.isdir(folder),
+            f"{name} {str(base_model)!r:.80} is not a folder: give a local model folder, such as "
+            "labs.retrieval.models.minilm_path()")
+    return str(base_model)
+
+
+@arguments(rows=_rows, seed=random_seed, batch_size=partial(integer, minimum=1), max_length=partial(integer, minimum=1),
+           lr=positive, base_model=_model_folder)
+def train_cross_encoder(rows: Sequence[tuple[str, str, int]], base_model: str, seed: int = 0, lr: float = 2e-4,
+                        batch_size: int = 16, max_length: int = 64) -> CrossEncoder:
+    """One pass over shuffled (question, passage, label) rows; returns the trained CrossEncoder.
+
+    Starts from ``base_model``, a local model folder (the lesson passes the packaged
+    all-MiniLM-L6-v2, `labs.retrieval.models.minilm_path()`), with a fresh one-number head;
+    the word embedding table stays frozen (fewer weights to update, a faster lesson).
+    Every argument is checked before the model loads: ``rows`` is a list of (question,
+    passage, label) with two strings and a label 0 or 1 (not True or False), ``seed`` an
+    integer >= 0, ``lr`` a finite number > 0, ``batch_size`` and ``max_length`` integers >= 1.
+    A model that cannot be loaded from ``base_model`` is named in one ValueError.
+    """
+    from sentence_transformers import CrossEncoder
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # "some weights were newly initialised": the head, on purpose
+    torch.manual_seed(seed)
+    try:
+        cross = CrossEncoder(base_model, num_labels=1, max_length=max_length, device="cpu", local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"base_model {base_model!r:.80} could not be loaded as a model: "
+                         f"{' '.join(str(err).split())[:200]}") from None
+    for p in cross.model.base_model.embeddings.parameters():
+        p.requires_grad_(False)
+    loss_fn = BinaryCrossEntropyLoss(cross)
+    optimizer = torch.optim.AdamW([p for p in cross.parameters() if p.requires_grad], lr=lr)
+    order = list(rows)
+    random.Random(seed).shuffle(order)
+    cross.train()
+    for start in range(0, len(order), batch_size):
+        batch = order[start:start + batch_size]
+        labels = torch.tensor([float(y) for *_, y in batch])
+        loss = loss_fn([[q for q, _, _ in batch], [p for _, p, _ in batch]], labels)
+        still_finite(loss, f"the loss is {loss.item()}", f"batch {start // batch_size + 1}", lr)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer_step(optimizer, lr, "the float32 model")
+    cross.eval()
+    return cross
+
+
+def _vector_pair(query_vec, doc_vecs) -> tuple[torch.Tensor, torch.Tensor]:
+    """query_vec (D,) and doc_vecs (N, D) as tensors of one float dtype, finite, without gradients."""
+    q, docs = tensor(query_vec, "query_vec").detach(), tensor(doc_vecs, "doc_vecs").detach()
+    require(q.ndim == 1 and docs.ndim == 2 and docs.shape[1] == q.shape[0],
+            f"query_vec must be (D,) and doc_vecs (N, D), got {tuple(q.shape)} and {tuple(docs.shape)}")
+    q, docs = tensor(q, "query_vec", finite=True), tensor(docs, "doc_vecs", finite=True)
+    require(q.device == docs.device, f"query_vec is on {q.device} but doc_vecs is on {docs.device}")
+    require(docs.shape[0] > 0, "doc_vecs has no rows: there is nothing to shortlist")
+    wide = torch.promote_types(q.dtype, docs.dtype)
+    return (q, docs) if q.dtype == docs.dtype else (q.to(wide), docs.to(wide))
+
+
 def shortlist(query_vec: torch.Tensor, doc_vecs: torch.Tensor, k: int) -> list[int]:
     """The ``k`` rows of ``doc_vecs`` with the highest dot product with ``query_vec``, best first.
 
@@ -297,33 +291,12 @@ def shortlist(query_vec: torch.Tensor, doc_vecs: torch.Tensor, k: int) -> list[i
     A score that overflows is refused rather than ranked.
     """
     query_vec, doc_vecs = _vector_pair(query_vec, doc_vecs)
-    k = whole_number(k, "k")
-    if doc_vecs.shape[0] == 0:
-        raise ValueError("doc_vecs has no rows: there is nothing to shortlist")
-    if not 1 <= k <= doc_vecs.shape[0]:
-        raise ValueError(f"k must be an integer from 1 to {doc_vecs.shape[0]}, got {k!r}")
+    k = integer(k, "k", 1, doc_vecs.shape[0])
     scores = doc_vecs @ query_vec
-    if not bool(torch.isfinite(scores).all()):
-        raise ValueError(f"doc_vecs @ query_vec overflows {scores.dtype}: scale the vectors down (unit rows)")
+    require(bool(torch.isfinite(scores).all()), f"doc_vecs @ query_vec overflows {scores.dtype}: scale the vectors down "
+            "(unit rows)")
     scores = scores.tolist()
     return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:k]
-
-
-def _vector_pair(query_vec, doc_vecs) -> tuple[torch.Tensor, torch.Tensor]:
-    """query_vec (D,) and doc_vecs (N, D) as tensors of one float dtype, finite, without gradients."""
-    q, docs = real_tensor(query_vec, "query_vec").detach(), real_tensor(doc_vecs, "doc_vecs").detach()
-    if q.ndim != 1 or docs.ndim != 2 or docs.shape[1] != q.shape[0]:
-        raise ValueError(f"query_vec must be (D,) and doc_vecs (N, D), got {tuple(q.shape)} "
-                         f"and {tuple(docs.shape)}")
-    for name, x in (("query_vec", q), ("doc_vecs", docs)):
-        if not bool(torch.isfinite(x).all()):
-            raise ValueError(f"{name} contains NaN or infinite entries")
-    if q.device != docs.device:
-        raise ValueError(f"query_vec is on {q.device} but doc_vecs is on {docs.device}")
-    if q.dtype != docs.dtype:
-        wide = torch.promote_types(q.dtype, docs.dtype)
-        q, docs = q.to(wide), docs.to(wide)
-    return q, docs
 
 
 def rerank(candidates: Sequence[int], scores: Sequence[float]) -> list[int]:
@@ -335,14 +308,10 @@ def rerank(candidates: Sequence[int], scores: Sequence[float]) -> list[int]:
 
 
 def _rerank(candidates, scores, scores_name: str) -> list[int]:
-    if isinstance(candidates, (str, bytes, set, frozenset, dict)) or not isinstance(candidates, Iterable):
-        raise ValueError(f"candidates must be a list (in shortlist order), got {type(candidates).__name__}")
-    candidates = list(candidates)
-    values = finite_array(scores, scores_name)
-    if values.ndim != 1:
-        raise ValueError(f"{scores_name} must be one number per candidate, got shape {values.shape}")
-    if len(candidates) != len(values):
-        raise ValueError(f"candidates and {scores_name} differ in length: {len(candidates)} vs {len(values)}")
+    candidates = items(candidates, "candidates", "a list (in shortlist order)", ordered=True)
+    values = finite_table(scores, scores_name, ndim=1, what="one number per candidate")
+    require(len(candidates) == len(values), f"candidates and {scores_name} differ in length: {len(candidates)} vs "
+            f"{len(values)}")
     order = sorted(range(len(candidates)), key=lambda j: -float(values[j]))
     return [candidates[j] for j in order]
 
@@ -352,12 +321,13 @@ def retrieve_then_rerank(query_vec: torch.Tensor, doc_vecs: torch.Tensor, k: int
     """Shortlist ``k`` rows by cosine, then reorder them by ``score(shortlist)`` (one score each).
 
     ``score`` must be callable; what it returns is checked as `rerank` checks ``scores``."""
-    if not callable(score):
-        raise ValueError(f"score must be a function of the shortlist's row numbers, got {score!r:.60}")
+    score = function(score, "score", "a function of the shortlist's row numbers")
     candidates = shortlist(query_vec, doc_vecs, k)
     return _rerank(candidates, score(candidates), "score(candidates)")
 
 
+@arguments(probabilities=partial(table, train_with="torch's binary_cross_entropy"),
+           labels=partial(table, train_with=None))
 def binary_cross_entropy(probabilities: Sequence[float], labels: Sequence[int]) -> float:
     """Mean of -[y ln p + (1 - y) ln(1 - p)] over the rows: minus the log of the probability of the right label.
 
@@ -365,14 +335,16 @@ def binary_cross_entropy(probabilities: Sequence[float], labels: Sequence[int]) 
     as integers or floats (not True or False). Both are real numbers, one probability per label;
     the sum is taken in float64.
     """
-    p = torch.from_numpy(real_array(probabilities, "probabilities", train_with="torch's binary_cross_entropy"))
-    y = torch.from_numpy(real_array(labels, "labels", train_with=None))
-    if p.ndim != 1 or p.shape != y.shape or len(p) == 0:
-        raise ValueError(f"need one probability per label, got {tuple(p.shape)} and {tuple(y.shape)}")
-    if not bool(((y == 0) | (y == 1)).all()):
-        raise ValueError("labels must be 0 or 1")
-    outside = torch.nonzero(~((p > 0) & (p < 1)))
-    if len(outside):
-        i = int(outside[0, 0])
-        raise ValueError(f"probabilities must lie strictly between 0 and 1, got {float(p[i])!r} at index {i}")
+    p, y = torch.from_numpy(probabilities), torch.from_numpy(labels)
+    _probabilities_and_labels(p, y)
     return float(-(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean())
+
+
+def _probabilities_and_labels(p: torch.Tensor, y: torch.Tensor) -> None:
+    """The rules between `binary_cross_entropy`'s arguments: one probability in (0, 1) per label 0 or 1."""
+    require(p.ndim == 1 and p.shape == y.shape and len(p) > 0,
+            f"need one probability per label, got {tuple(p.shape)} and {tuple(y.shape)}")
+    require(bool(((y == 0) | (y == 1)).all()), "labels must be 0 or 1")
+    outside = torch.nonzero(~((p > 0) & (p < 1))).flatten().tolist()
+    require(not outside, lambda: f"probabilities must lie strictly between 0 and 1, got {float(p[outside[0]])!r} at "
+            f"index {outside[0]}")
