@@ -31,6 +31,18 @@ def test_the_twin_pins_colabs_versions():
     assert twin.COLAB_PYTHON == (3, 13)
 
 
+def test_the_twin_holds_colabs_versions_of_what_the_course_needs_and_colab_preinstalls():
+    """datasets, pandas, pyarrow, accelerate, scipy ... are preinstalled on Colab: the twin holds
+    Colab's versions (the install cell must find them, as on Colab), each named once."""
+    names = [line.split("#")[0].strip().partition("==")[0] for line in twin.RUNTIME.read_text().splitlines()]
+    names = [canonical(n) for n in names if n]
+    assert len(names) == len(set(names))
+    pins = twin.pins()
+    assert {n: pins.get(n) for n in ("datasets", "pandas", "pyarrow", "accelerate", "scipy", "huggingface-hub")} == {
+        "datasets": "4.0.0", "pandas": "2.2.3", "pyarrow": "18.1.0", "accelerate": "1.14.0", "scipy": "1.16.3",
+        "huggingface-hub": "1.27.0"}
+
+
 def test_the_ranges_admit_colabs_packages_and_the_tested_set():
     """Colab keeps its widget library, numpy, scikit-learn, matplotlib, torch, sentence-transformers
     and transformers: pip has nothing to replace. The course's own pinned set stays inside too."""

@@ -2,7 +2,8 @@
 
 1. **Build** (once; kept in .cache/colab-twin until tests/colab/runtime.txt, this file's build
    steps or the Python change): a virtual environment with Colab's versions of the packages in
-   tests/colab/runtime.txt, from the package registries only. Python 3.13 as on Colab (the
+   tests/colab/runtime.txt (the lesson and widget stacks, and Colab's versions of everything else
+   they and the course need that Colab preinstalls), from the package registries only. Python 3.13 as on Colab (the
    first ``python3.13`` that runs, or pyenv's); without one, the nearest Python that has the CPU
    torch wheel (3.11, torch 2.13.0), and the report says so. A kernel spec points at it.
 2. **Reset**: every run starts from the built state (pip freeze taken after the build): what a
@@ -475,8 +476,9 @@ def differences(version: tuple[int, int], ran: dict) -> list[str]:
         got = ran.get(name)
         if got is not None and got.split("+")[0] != v and name != "torch":
             out.append(f"{name} {got}, not Colab's {v}")
-    out.append("only the packages of tests/colab/runtime.txt are Colab's versions; the others are what pip "
-               "resolves for them (Colab preinstalls hundreds more, and its own google.colab frontend)")
+    out.append("every package the twin holds that Colab holds too is at Colab's version (tests/colab/runtime.txt), "
+               "but torch's CUDA libraries, pip and setuptools; Colab preinstalls hundreds more, and its own "
+               "google.colab frontend")
     out.append("the widget frontend is nbclient's Output-widget mimic driven by tests/colab/frontend.py, not "
                "Colab's; HF_HUB_OFFLINE and the quiet settings of the Makefile are set (no hub here)")
     return out
