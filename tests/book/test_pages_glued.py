@@ -6,7 +6,8 @@ number with a thousands separator such as 1,904) is pasted from a notebook's sto
 myst-nb's cross-document glue, ``{glue:text}`../notebooks/NN_name.ipynb::key:fmt```, or sits in a
 sentence that cites a paper (links to the papers page). Not counted: code (inline or in a block),
 link targets, directive options, versions and names with digits in them (``Qwen3-Embedding-0.6B``,
-``2.13.0``, ``Apache-2.0``, "License 2.0").
+``2.13.0``, ``Apache-2.0``, "License 2.0"), and the level of an interval ("a 95% interval", a
+setting, not a result).
 
 On every page of book/, each glue reference names a notebook of the contents and a key that
 notebook's stored outputs glue, in a format the value takes: the check a book build makes, without
@@ -40,6 +41,7 @@ NUMBER = re.compile(
     r"|(?<![\w.])\d+\s+(?:out\s+)?of\s+(?:the\s+)?\d[\d,]*(?![\w.])"  # "12 of 100"
     r"|\d+(?:\.\d+)?\s+per\s?cent\b",
     re.I)
+INTERVAL_LEVEL = re.compile(r"\d+\s?%(?:\s+(?:paired|bootstrap|confidence))*\s+intervals?\b", re.I)
 VERSION_BEFORE = re.compile(r"(?:licen[cs]e|version|python|v)\s*$", re.I)
 
 
@@ -75,6 +77,7 @@ def unglued_numbers(text: str) -> list[str]:
             if PAPERS_LINK.search(sentence):
                 continue  # a paper's number, with its reference
             plain = re.sub(r"\]\([^)]*\)", "]", readable(sentence))
+            plain = INTERVAL_LEVEL.sub(lambda m: "interval", plain)
             for match in NUMBER.finditer(plain):
                 if VERSION_BEFORE.search(plain[:match.start()]):
                     continue
@@ -99,6 +102,7 @@ def test_every_number_on_a_summary_page_is_glued_or_cited(page):
     "The loss falls to $0.03$ by step 90.",
     "A negative gap of -0.012, with {glue:text}`../notebooks/08_real_data.ipynb::x:.3f` beside it.",
     "Seventy per cent of them, 70 percent.",
+    "It is right 95% of the time, inside the interval.",
 ])
 def test_the_one_truth_rule_fails_on_a_typed_number(bad):
     assert unglued_numbers(f"# A page\n\n{bad}\n"), bad
@@ -113,6 +117,7 @@ def test_the_one_truth_rule_fails_on_a_typed_number(bad):
     "```{figure} images/x.svg\n:width: 100%\n\nA caption.\n```",
     "```text\nloss 0.418\n```",
     "Ten lessons in 4 parts; 16 seeds.",
+    "A paired 95% interval, two 95% bootstrap intervals and a 90 % confidence interval.",
 ])
 def test_the_one_truth_rule_passes_glue_citations_and_code(good):
     assert unglued_numbers(f"# A page\n\n{good}\n") == [], good
