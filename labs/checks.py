@@ -71,7 +71,8 @@ def arguments(**rules: Callable[[object, str], object]) -> Callable:
     Each rule is a check called as ``rule(value, name)`` on the bound argument (its default
     included), in the order given: ``@arguments(tau=temperature, seed=partial(integer, minimum=0))``.
     The wrapped function keeps its name, docstring and signature; ``fn.__wrapped__`` is the body
-    without the checks (for code that has checked its arguments already).
+    without the checks (for code that has checked its arguments already), and ``fn.check(...)``
+    checks arguments without running the body (it returns them, bound and checked).
     """
 
     def decorate(fn: Callable) -> Callable:
@@ -80,14 +81,19 @@ def arguments(**rules: Callable[[object, str], object]) -> Callable:
         if unknown:
             raise TypeError(f"{fn.__qualname__} has no argument {', '.join(unknown)} to check")
 
-        @functools.wraps(fn)
-        def checked(*args, **kwargs):
+        def check(*args, **kwargs) -> inspect.BoundArguments:
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             for name, rule in rules.items():
                 bound.arguments[name] = rule(bound.arguments[name], name)
+            return bound
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            bound = check(*args, **kwargs)
             return fn(*bound.args, **bound.kwargs)
 
+        checked.check = check
         return checked
 
     return decorate
@@ -407,26 +413,32 @@ def text(value, name: str) -> str:
     return value
 
 
-def items(value, name: str, what: str = "a list", *, ordered: bool = False) -> list:
+def items(value, name: str, what: str = "a list", *, ordered: bool = False, nonempty: bool = False,
+          each: Callable | None = None) -> list:
     """``value`` as a list, or ValueError "{name} must be {what}, got ...": one string (which would be
-    read letter by letter), a mapping, something that is not a collection, and with ``ordered``
-    a set (it has no order) are refused."""
+    read letter by letter), a mapping, something that is not a collection, with ``ordered`` a set
+    (it has no order), with ``nonempty`` an empty list. ``each``, if given, checks every entry
+    (``each(entry)``, which names it) and the list holds what it returns."""
     unordered = ordered and isinstance(value, (set, frozenset))
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable) or unordered:
         raise ValueError(f"{name} must be {what}, got {value!r:.60}" + (" (a set has no order)" if unordered else ""))
-    return list(value)
+    out = list(value)
+    require(out or not nonempty, f"{name} must be {what}, got {value!r:.60}")
+    return out if each is None else [each(v) for v in out]
 
 
 def texts(value, name: str, what: str = "a list of strings", *, nonempty: bool = False) -> list[str]:
     """``value`` as a list of strings, or ValueError "{name} must be {what}, ...": one string (which
-    would be read letter by letter), None, or an entry that is not a string (named by its index);
+    would be read letter by letter), None, a mapping, or an entry that is not a string (named by its index);
     with ``nonempty``, an empty list ("{name} is empty: it must be {what}")."""
     if isinstance(value, (str, bytes)):
         raise ValueError(f"{name} must be {what}, not one string; wrap it: [{value!r:.40}]")
     try:
-        out = list(value)
+        out = list(value) if not isinstance(value, Mapping) else None
     except TypeError:
-        raise ValueError(f"{name} must be {what}, got {type(value).__name__}") from None
+        out = None
+    if out is None:  # not a collection; a mapping would give its keys
+        raise ValueError(f"{name} must be {what}, got {type(value).__name__}")
     bad = next((i for i, t in enumerate(out) if not isinstance(t, str)), None)
     require(bad is None, lambda: f"{name}[{bad}] must be a string, got {out[bad]!r:.40}")
     require(out or not nonempty, f"{name} is empty: it must be {what}")
@@ -512,19 +524,24 @@ _TINY_NUMPY = 1e-150  # below this a row's squares lose digits to underflow (flo
 _TINY_TORCH = 1e-10  # F.normalize clamps lengths below 1e-12: a row shorter than this goes the careful way
 
 
-def unit_rows(x, name: str = "row", *, return_lengths: bool = False, why_zero: str | None = None):
-    """The rows of ``x`` (n, d) scaled to length 1, whatever their size: a NumPy array or a torch tensor.
+def unit_rows(x, name: str = "row", *, return_lengths: bool = False, why_zero: str | None = None,
+              scaled: bool = False):
+    """The rows of ``x`` (..., d) scaled to length 1, whatever their size: a NumPy array or a torch tensor.
 
     Where a row's length is comfortably representable this is the plain formula, bit for bit: ``x /
-    |x|`` in NumPy, ``torch.nn.functional.normalize`` in torch (autograd follows it). A tiny row
-    (1e-200, whose squares underflow, or which F.normalize would clamp) or a huge one (1e200,
+    |x|`` in NumPy (2-D), ``torch.nn.functional.normalize`` in torch (autograd follows it). A tiny
+    row (1e-200, whose squares underflow, or which F.normalize would clamp) or a huge one (1e200,
     whose squared length overflows) is first divided by its largest entry, so it keeps its
     direction. A row of zeros has no direction and is refused, as is a row with NaN or an
     infinity: "{name} {i} is all zeros: ..." (``why_zero`` says it otherwise). With
     ``return_lengths`` (NumPy) the lengths (n, 1) come too, as the backward pass needs them.
+
+    ``scaled`` (torch) divides every row by its largest entry first, the careful way for all
+    rows: the lessons' torch InfoNCE has always computed so, and keeps its numbers that way (the
+    two ways differ in the last bit of a float, not more).
     """
     if _is_tensor(x):
-        return _unit_rows_torch(x, name, why_zero)
+        return _unit_rows_torch(x, name, why_zero, scaled)
     norms = np.sqrt(np.einsum("ij,ij->i", x, x))[:, None]
     if not norms.min(initial=1.0) > _TINY_NUMPY or not norms.max(initial=1.0) < np.inf:  # also catches NaN
         U, norms = _unit_rows_with_care(x, norms, name, why_zero)
@@ -560,10 +577,25 @@ def _unit_rows_with_care(A: np.ndarray, norms: np.ndarray, name: str, why_zero: 
     return U, norms
 
 
-def _unit_rows_torch(x, name: str, why_zero: str | None):
+def _unit_rows_torch(x, name: str, why_zero: str | None, scaled: bool):
     import torch
     import torch.nn.functional as F
 
+    def refuse(bad) -> None:  # the first row (its index, or indices in a stack) that has no direction
+        where = torch.nonzero(bad)[0].tolist()
+        row = where[0] if len(where) == 1 else tuple(where)
+        if not bool(torch.isfinite(largest[tuple(where)])):
+            raise ValueError(f"{name} {row} has an entry that is not a finite number (NaN or infinite)")
+        raise _zero_row(name, row, why_zero)
+
+    if scaled:
+        largest = x.abs().amax(dim=-1, keepdim=True)
+        with torch.no_grad():
+            bad = ~(torch.isfinite(largest) & (largest > 0))[..., 0]
+        if bool(bad.any()):
+            largest = largest.detach()[..., 0]
+            refuse(bad)
+        return F.normalize(x / largest, dim=-1)
     with torch.no_grad():
         norms = torch.linalg.vector_norm(x.detach(), dim=-1)
     risky = ~((norms > _TINY_TORCH) & torch.isfinite(norms))
@@ -571,15 +603,12 @@ def _unit_rows_torch(x, name: str, why_zero: str | None):
         return F.normalize(x, dim=-1)
     with torch.no_grad():
         largest = x.detach().abs().amax(dim=-1)
-    bad = torch.nonzero(~torch.isfinite(largest))
-    if len(bad):
-        raise ValueError(f"{name} {int(bad[0, 0])} has an entry that is not a finite number (NaN or infinite)")
-    zero = torch.nonzero(largest == 0)
-    if len(zero):
-        raise _zero_row(name, int(zero[0, 0]), why_zero)
-    plain = F.normalize(torch.where(risky[:, None], torch.ones_like(x), x), dim=-1)
+    bad = ~(torch.isfinite(largest) & (largest > 0))
+    if bool(bad.any()):
+        refuse(bad)
+    plain = F.normalize(torch.where(risky[..., None], torch.ones_like(x), x), dim=-1)
     careful = F.normalize(x / x.abs().amax(dim=-1, keepdim=True), dim=-1)
-    return torch.where(risky[:, None], careful, plain)
+    return torch.where(risky[..., None], careful, plain)
 
 
 # ---------------------------------------------------------------------------

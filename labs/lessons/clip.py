@@ -157,19 +157,20 @@ def _loss_and_grads(X: np.ndarray, Y: np.ndarray, Wi: np.ndarray, Wt: np.ndarray
     S = I @ T.T
     scaled_scores(S, tau, name="the cosine table I @ T.T")  # names a tau too small for the cosines
     loss = clip_loss(S, tau)
-    dI, dT = info_nce_grads(I, T, tau, symmetric=True)
-    dWi = X.T @ normalize_backward(dI, I, image_norms)
-    dWt = Y.T @ normalize_backward(dT, T, caption_norms)
+    dI, dT = info_nce_grads.__wrapped__(I, T, tau, True)  # their arguments are checked: the bodies only
+    dWi = X.T @ normalize_backward.__wrapped__(dI, I, image_norms)
+    dWt = Y.T @ normalize_backward.__wrapped__(dT, T, caption_norms)
     return loss, dWi, dWt
 
 
+@arguments(image_vecs=finite_table, caption_vecs=finite_table)
 def zero_shot_predict(image_vecs: np.ndarray, caption_vecs: np.ndarray) -> np.ndarray:
     """Label each image by its most similar class caption: (n, d), (C, d) -> (n,).
 
     Both tables must hold real, finite numbers; they are compared in float64 (a float16 product
     would overflow), and a similarity that still overflows is refused rather than ranked.
     """
-    I, C = finite_table(image_vecs, "image_vecs"), finite_table(caption_vecs, "caption_vecs")
+    I, C = image_vecs, caption_vecs
     require(I.ndim == 2 and C.ndim == 2 and I.shape[1] == C.shape[1],
             f"image_vecs (n, d) and caption_vecs (C, d) must share d, got {I.shape} and {C.shape}")
     require(C.shape[0] > 0, "caption_vecs has no rows: there is no class to predict")
@@ -246,12 +247,12 @@ def train_clip_toy(
                    labels=test_labels[:n_show][order], losses=losses, accuracy_at=accuracy_at, world=world)
 
 
+@arguments(similarity=finite_table, labels=integer_table)
 def staircase_misses(similarity: np.ndarray, labels: np.ndarray) -> list[tuple[int, int, int]]:
     """Rows whose brightest caption is another class's: (row, true class, predicted class) each.
 
     ``similarity`` must hold real, finite numbers (a NaN row has no brightest caption) and
     ``labels`` integers (the class numbers, columns of ``similarity``)."""
-    similarity, labels = finite_table(similarity, "similarity"), integer_table(labels, "labels")
     require(similarity.ndim == 2 and labels.shape == (similarity.shape[0],),
             f"similarity (n, C) and labels (n,) do not fit: {similarity.shape} and {labels.shape}")
     require(similarity.shape[1] > 0 or not len(labels), "similarity has no columns: there is no caption to pick")

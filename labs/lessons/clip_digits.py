@@ -244,8 +244,9 @@ def _one_batch(image_vecs: torch.Tensor, text_vecs: torch.Tensor, tau, labels: n
 def _symmetric_loss(image_vecs: torch.Tensor, text_vecs: torch.Tensor, tau, labels: torch.Tensor | None) -> torch.Tensor:
     """`symmetric_loss_torch` on checked arguments (training calls this every step); ``tau`` is a float
     or a learned 0-d tensor."""
-    if labels is None:
-        return 0.5 * info_nce_torch(image_vecs, text_vecs, tau) + 0.5 * info_nce_torch(text_vecs, image_vecs, tau)
+    if labels is None:  # info_nce_torch's body: the arguments are checked
+        loss = info_nce_torch.__wrapped__
+        return 0.5 * loss(image_vecs, text_vecs, tau) + 0.5 * loss(text_vecs, image_vecs, tau)
     logits = unit_rows(image_vecs, "image_vecs row") @ unit_rows(text_vecs, "text_vecs row").T / tau
     if not bool(torch.isfinite(logits.detach()).all()):
         raise ValueError(f"tau={float(tau)!r} is too small for these scores: scores / tau overflows {logits.dtype}")

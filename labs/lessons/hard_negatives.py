@@ -32,9 +32,8 @@ is the backward pass of ``torch.nn.functional.normalize``. `labs.lessons.clip` r
 encoders. sentence-transformers trains the same loss as
 MultipleNegativesRankingLoss (``scale = 1 / tau``), where a third column of
 hard negatives plays the role of our extra cards. The 2-D pull/push toy the
-lesson starts from lives in `labs.lessons.margin_toy` (`pull` and `push` are
-re-exported here); mining hard negatives from a real corpus lives in
-`labs.lessons.mining`.
+lesson starts from lives in `labs.lessons.margin_toy` (`pull` and `push`);
+mining hard negatives from a real corpus lives in `labs.lessons.mining`.
 
 Lesson: ``notebooks/05_hard_negatives.ipynb``.
 """
@@ -43,22 +42,24 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 import torch
 
-from labs.lessons.infonce import info_nce, info_nce_torch, log_softmax_rows
-from labs.lessons.inputs import (
-    finite_array, one_bool, real_array, real_number, scaled_scores, text_list, valid_tau, whole_number,
+from labs import checks
+from labs.checks import (
+    arguments, choice, finite_table, flag, instance, integer, items, optional, positive, require, scaled_scores, table,
+    temperature, texts, unit_rows,
 )
+from labs.lessons.infonce import info_nce, info_nce_torch, log_softmax_rows
 
 __all__ = [
     "TRAIN_TOPICS", "UNSEEN_TOPICS", "INTENTS", "QUESTION_TEMPLATES", "CARD_TEMPLATES", "PROBE_QUERY",
     "tokenize", "build_vocab", "bag_of_words", "card", "make_triples",
-    "normalize_rows", "normalize_checked", "normalize_backward", "info_nce_grads", "encoder_loss_and_grad",
+    "normalize_rows", "normalize_backward", "info_nce_grads", "encoder_loss_and_grad",
     "finite_difference_check", "autograd_check",
     "BiEncoder", "first_batch", "train_bi_encoder", "look_alike_accuracy", "topic_accuracy", "seed_sweep",
     "SLIDER_SEED",
@@ -92,12 +93,14 @@ def _other(intent: str) -> str:
     return INTENTS[1 - INTENTS.index(intent)]
 
 
+def _topic(topic, name: str = "topic") -> str:
+    require(isinstance(topic, str) and topic, f"{name} must be a topic name (a non-empty string), got {topic!r:.40}")
+    return topic
+
+
 def card(topic: str, intent: str) -> str:
     """The answer card of one topic and intent, e.g. ``card("password", "howto")``."""
-    if not isinstance(topic, str) or not topic:
-        raise ValueError(f"topic must be a topic name (a non-empty string), got {topic!r:.40}")
-    if not isinstance(intent, str) or intent not in INTENTS:
-        raise ValueError(f"intent must be one of {INTENTS}, got {intent!r}")
+    topic, intent = _topic(topic), choice(intent, "intent", INTENTS)
     return CARD_TEMPLATES[intent].format(T=topic.capitalize())
 
 
@@ -107,23 +110,19 @@ def make_triples(topics: Iterable[str]) -> list[tuple[str, str, str, str]]:
     The look-alike has the same topic and the other intent: the classic hard
     negative ("my password is broken" against the password policy card).
     """
-    topics = text_list(topics, "topics")
-    for t in topics:
-        card(t, INTENTS[0])  # refuses an empty name
+    topics = [_topic(t) for t in texts(topics, "topics")]
     return [(q.format(t=t), card(t, intent), card(t, _other(intent)), intent)
             for t in topics for intent in INTENTS for q in QUESTION_TEMPLATES[intent]]
 
 
 def tokenize(text: str) -> list[str]:
     """Lower-case words of letters and digits: ``"Password: restart"`` -> ``["password", "restart"]``."""
-    if not isinstance(text, str):
-        raise ValueError(f"text must be a string, got {type(text).__name__}")
-    return re.findall(r"[a-z0-9]+", text.lower())
+    return re.findall(r"[a-z0-9]+", instance(text, "text", str, "a string").lower())
 
 
 def build_vocab(texts: Iterable[str]) -> tuple[str, ...]:
     """The sorted set of words in ``texts``: one slot of the bag of words per word."""
-    return tuple(sorted({w for text in text_list(texts, "texts") for w in tokenize(text)}))
+    return tuple(sorted({w for text in checks.texts(texts, "texts") for w in tokenize(text)}))
 
 
 @lru_cache(maxsize=8)
@@ -133,11 +132,8 @@ def _word_index(vocab: tuple[str, ...]) -> dict[str, int]:
 
 def bag_of_words(texts: Sequence[str], vocab: tuple[str, ...]) -> np.ndarray:
     """Word counts (n, V) of n texts. Words outside the vocabulary are dropped."""
-    texts = text_list(texts, "texts")
-    vocab = tuple(text_list(vocab, "vocab"))
-    index = _word_index(vocab)
-    if len(index) != len(vocab):
-        raise ValueError("vocab has a word twice: each word needs one slot (build it with build_vocab)")
+    texts, index = checks.texts(texts, "texts"), _word_index(tuple(checks.texts(vocab, "vocab")))
+    require(len(index) == len(vocab), "vocab has a word twice: each word needs one slot (build it with build_vocab)")
     X = np.zeros((len(texts), len(index)))
     for row, text in enumerate(texts):
         for w in tokenize(text):
@@ -156,70 +152,43 @@ VOCAB = build_vocab(x for t in make_triples(TRAIN_TOPICS + UNSEEN_TOPICS) for x 
 # ---------------------------------------------------------------------------
 
 
+_NO_WORDS = "has length 0: it has no direction to keep (a text with no known words?)"
+
+
+@arguments(A=partial(table, train_with="torch.nn.functional.normalize", ndim=2, what="2-D (rows x dim)"))
 def normalize_rows(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Scale each row of A (n, d) to length 1: returns U (n, d) and the lengths (n, 1).
 
     ``A`` must hold real, finite numbers (not booleans, text, complex numbers, nor a tensor that
     requires grad: detach it, or use ``torch.nn.functional.normalize`` to train through it). A row
     of any size keeps its direction: a tiny row (1e-200) or a huge one (1e200), whose squared
-    length would underflow or overflow float64, is scaled by its largest entry first.
+    length would underflow or overflow float64, is scaled by its largest entry first
+    (`labs.checks.unit_rows`).
     """
-    A = real_array(A, "A", train_with="torch.nn.functional.normalize")
-    if A.ndim != 2:
-        raise ValueError(f"A must be 2-D (rows x dim), got shape {A.shape}")
-    return normalize_checked(A, "A")
+    return unit_rows(A, "A row", return_lengths=True, why_zero=_NO_WORDS)
 
 
-def normalize_checked(A: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """`normalize_rows` of an array already checked to be 2-D float64 (training calls this every step);
-    ``name`` names it in a refusal."""
-    norms = np.sqrt(np.einsum("ij,ij->i", A, A))[:, None]
-    if not norms.min(initial=1.0) > _SMALL or not norms.max(initial=1.0) < np.inf:  # also catches NaN
-        return _normalize_with_care(A, norms, name)
-    return A / norms, norms
+def _unit(A: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Unit rows of a checked (n, d) float64 table and their lengths (training calls this every step)."""
+    return unit_rows(A, f"{name} row", return_lengths=True, why_zero=_NO_WORDS)
 
 
-_SMALL = 1e-150  # below this length the squares lose digits to underflow (float64's smallest normal is 2.2e-308)
-
-
-def _normalize_with_care(A: np.ndarray, norms: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """The rows whose squared length under- or overflowed (or that are not finite) get scaled first."""
-    finite = np.all(np.isfinite(A), axis=1)
-    if not finite.all():
-        bad = int(np.flatnonzero(~finite)[0])
-        raise ValueError(f"{name} row {bad} has an entry that is not a finite number (NaN or infinite)")
-    largest = np.abs(A).max(axis=1, initial=0.0)
-    if not largest.min(initial=1.0) > 0:
-        bad = int(np.flatnonzero(~(largest > 0))[0])
-        raise ValueError(f"{name} row {bad} has length 0: it has no direction to keep (a text with no known words?)")
-    redo = ~((norms[:, 0] > _SMALL) & (norms[:, 0] < np.inf))
-    scaled = A[redo] / largest[redo, None]
-    lengths = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):  # the rows to redo are replaced just below
-        U, norms = A / norms, norms.copy()
-    U[redo] = scaled / lengths
-    with np.errstate(over="ignore"):
-        norms[redo] = largest[redo, None] * lengths
-    if not np.all(np.isfinite(norms)):
-        bad = int(np.flatnonzero(~np.isfinite(norms[:, 0]))[0])
-        raise ValueError(f"{name} row {bad} is longer than float64 can hold (its length overflows)")
-    return U, norms
-
-
+@arguments(dU=finite_table, U=finite_table, norms=finite_table)
 def normalize_backward(dU: np.ndarray, U: np.ndarray, norms: np.ndarray) -> np.ndarray:
     """Gradient through U = A / |A|: dA = (dU - U (U . dU)) / |A|, row by row; shape (n, d).
 
     Moving a along its own direction does not change u (the scaling takes it
     back out), so only the sideways part of dU survives, shrunk by the length.
     """
-    dU, U = finite_array(dU, "dU"), finite_array(U, "U")
-    norms = finite_array(norms, "norms")
-    if dU.shape != U.shape or U.ndim != 2 or norms.size != U.shape[0] or norms.ndim not in (1, 2):
-        raise ValueError(f"dU and U must share one (n, d) shape and norms have n rows, "
-                         f"got dU {dU.shape}, U {U.shape}, norms {norms.shape}")
-    norms = norms.reshape(-1, 1)
-    if not np.all(norms > 0):
-        raise ValueError("norms must be the rows' lengths (> 0), as normalize_rows returns them")
+    require(dU.shape == U.shape and U.ndim == 2 and norms.size == U.shape[0] and norms.ndim in (1, 2),
+            f"dU and U must share one (n, d) shape and norms have n rows, got dU {dU.shape}, U {U.shape}, norms "
+            f"{norms.shape}")
+    require(np.all(norms > 0), "norms must be the rows' lengths (> 0), as normalize_rows returns them")
+    return _backward(dU, U, norms.reshape(-1, 1))
+
+
+def _backward(dU: np.ndarray, U: np.ndarray, norms: np.ndarray) -> np.ndarray:
+    """`normalize_backward` of checked arrays, norms (n, 1)."""
     return (dU - U * np.einsum("ij,ij->i", U, dU)[:, None]) / norms
 
 
@@ -231,6 +200,10 @@ def _table_grad(S: np.ndarray, tau: float) -> np.ndarray:
     return G / (B * tau)
 
 
+_TRAIN_WITH = partial(finite_table, train_with="info_nce_torch")
+
+
+@arguments(tau=temperature, symmetric=flag, Q=_TRAIN_WITH, P=_TRAIN_WITH)
 def info_nce_grads(Q: np.ndarray, P: np.ndarray, tau: float, symmetric: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Gradients (dQ (B, d), dP (M, d)) of InfoNCE on S = Q P^T with respect to Q and P.
 
@@ -239,26 +212,28 @@ def info_nce_grads(Q: np.ndarray, P: np.ndarray, tau: float, symmetric: bool = F
     needs M == B. Softmax cross-entropy gives dS = (softmax - one-hot) / B per
     row; the rest is the chain rule through S = Q P^T / tau.
     """
-    tau = valid_tau(tau)
-    symmetric = one_bool(symmetric, "symmetric")
-    Q, P = finite_array(Q, "Q", train_with="info_nce_torch"), finite_array(P, "P", train_with="info_nce_torch")
-    if Q.ndim != 2 or P.ndim != 2 or Q.shape[1] != P.shape[1]:
-        raise ValueError(f"Q (B, d) and P (M, d) must be 2-D with the same d, got {Q.shape} and {P.shape}")
-    if Q.shape[0] == 0 or Q.shape[1] == 0:
-        raise ValueError(f"Q needs at least one row and one column, got shape {Q.shape}")
-    if P.shape[0] < Q.shape[0]:
-        raise ValueError(f"P needs at least as many rows as Q (card i answers question i), got {P.shape[0]} < {Q.shape[0]}")
-    if symmetric and P.shape[0] != Q.shape[0]:
-        raise ValueError(f"symmetric=True needs a square table (M == B), got B={Q.shape[0]}, M={P.shape[0]}")
-    with np.errstate(over="ignore"):
-        S = Q @ P.T
-    scaled_scores(S, tau, name="Q @ P.T")  # refuses a table that overflows, or overflows once divided by tau
-    dS = _table_grad(S, tau)
-    if symmetric:
-        dS = 0.5 * dS + 0.5 * _table_grad(S.T, tau).T
+    S = _scores(Q, P, tau, symmetric)
+    dS = _table_grad(S, tau) if not symmetric else 0.5 * _table_grad(S, tau) + 0.5 * _table_grad(S.T, tau).T
     return dS @ P, dS.T @ Q
 
 
+def _scores(Q: np.ndarray, P: np.ndarray, tau: float, symmetric: bool) -> np.ndarray:
+    """Q @ P.T, and the rules between `info_nce_grads`' arguments: B >= 1 questions, M >= B cards of
+    one dimension d >= 1 (M == B when symmetric), a table that does not overflow once divided by tau."""
+    require(Q.ndim == 2 and P.ndim == 2 and Q.shape[1] == P.shape[1],
+            f"Q (B, d) and P (M, d) must be 2-D with the same d, got {Q.shape} and {P.shape}")
+    require(Q.shape[0] > 0 and Q.shape[1] > 0, f"Q needs at least one row and one column, got shape {Q.shape}")
+    require(P.shape[0] >= Q.shape[0], "P needs at least as many rows as Q (card i answers question i), got "
+            f"{P.shape[0]} < {Q.shape[0]}")
+    require(not symmetric or P.shape[0] == Q.shape[0],
+            f"symmetric=True needs a square table (M == B), got B={Q.shape[0]}, M={P.shape[0]}")
+    with np.errstate(over="ignore"):
+        S = Q @ P.T
+    scaled_scores(S, tau, name="Q @ P.T")  # refuses a table that overflows, or overflows once divided by tau
+    return S
+
+
+@arguments(tau=temperature, W=finite_table, Xq=finite_table, Xp=finite_table)
 def encoder_loss_and_grad(W: np.ndarray, Xq: np.ndarray, Xp: np.ndarray, tau: float) -> tuple[float, np.ndarray]:
     """Loss of the bi-encoder on one batch and its gradient dW (V, d), by hand.
 
@@ -266,39 +241,36 @@ def encoder_loss_and_grad(W: np.ndarray, Xq: np.ndarray, Xp: np.ndarray, tau: fl
     Backward: `info_nce_grads`, then `normalize_backward`, then dW = X^T dA
     for both sides (W is shared, so the two contributions add).
     """
-    tau = valid_tau(tau)
-    W, Xq, Xp = finite_array(W, "W"), finite_array(Xq, "Xq"), finite_array(Xp, "Xp")
-    if W.ndim != 2 or Xq.ndim != 2 or Xp.ndim != 2 or Xq.shape[1] != W.shape[0] or Xp.shape[1] != W.shape[0]:
-        raise ValueError(f"Xq (B, V), Xp (M, V) and W (V, d) must fit, got {Xq.shape}, {Xp.shape}, {W.shape}")
-    if Xq.shape[0] == 0 or Xp.shape[0] < Xq.shape[0]:
-        raise ValueError(f"Xp needs at least as many rows as Xq >= 1 (card i answers question i), "
-                         f"got {Xp.shape[0]} and {Xq.shape[0]}")
+    require(W.ndim == 2 and Xq.ndim == 2 and Xp.ndim == 2 and Xq.shape[1] == W.shape[0] and Xp.shape[1] == W.shape[0],
+            f"Xq (B, V), Xp (M, V) and W (V, d) must fit, got {Xq.shape}, {Xp.shape}, {W.shape}")
+    require(Xq.shape[0] > 0 and Xp.shape[0] >= Xq.shape[0], "Xp needs at least as many rows as Xq >= 1 (card i "
+            f"answers question i), got {Xp.shape[0]} and {Xq.shape[0]}")
     with np.errstate(over="ignore"):
-        Q, P = normalize_checked(Xq @ W, "Xq @ W")[0], normalize_checked(Xp @ W, "Xp @ W")[0]
+        Q, P = _unit(Xq @ W, "Xq @ W")[0], _unit(Xp @ W, "Xp @ W")[0]
     return info_nce(Q @ P.T, tau), _encoder_grad(W, Xq, Xp, tau)
 
 
 def _encoder_grad(W: np.ndarray, Xq: np.ndarray, Xp: np.ndarray, tau: float) -> np.ndarray:
-    """dW (V, d) of the batch loss: the backward pass that training runs every step."""
-    Q, q_norms = normalize_checked(Xq @ W, "Xq @ W")
-    P, p_norms = normalize_checked(Xp @ W, "Xp @ W")
+    """dW (V, d) of the batch loss: the backward pass that training runs every step, on checked arrays."""
+    Q, q_norms = _unit(Xq @ W, "Xq @ W")
+    P, p_norms = _unit(Xp @ W, "Xp @ W")
     dS = _table_grad(Q @ P.T, tau)  # = what info_nce_grads starts from
     dQ, dP = dS @ P, dS.T @ Q
-    return Xq.T @ normalize_backward(dQ, Q, q_norms) + Xp.T @ normalize_backward(dP, P, p_norms)
+    return Xq.T @ _backward(dQ, Q, q_norms) + Xp.T @ _backward(dP, P, p_norms)
 
 
-def _check_problem(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _gradient_problem(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     return rng.random((3, 6)), rng.random((5, 6)), rng.standard_normal((6, 4))
 
 
+_SEED = partial(integer, minimum=0)
+
+
+@arguments(seed=_SEED, tau=temperature, eps=positive)
 def finite_difference_check(seed: int = 0, eps: float = 1e-6, tau: float = 0.5) -> float:
     """Largest |hand gradient - central finite difference| over every entry of W (6, 4)."""
-    seed, tau = whole_number(seed, "seed", 0), valid_tau(tau)
-    eps = real_number(eps, "eps", "a finite number > 0")
-    if not (math.isfinite(eps) and eps > 0):
-        raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
-    Xq, Xp, W = _check_problem(seed)
+    Xq, Xp, W = _gradient_problem(seed)
     _, dW = encoder_loss_and_grad(W, Xq, Xp, tau)
     worst = 0.0
     for idx in np.ndindex(W.shape):
@@ -309,10 +281,10 @@ def finite_difference_check(seed: int = 0, eps: float = 1e-6, tau: float = 0.5) 
     return worst
 
 
+@arguments(seed=_SEED, tau=temperature)
 def autograd_check(seed: int = 0, tau: float = 0.5) -> float:
     """Largest |hand gradient - torch autograd gradient| of the same loss, float64."""
-    seed, tau = whole_number(seed, "seed", 0), valid_tau(tau)
-    Xq, Xp, W = _check_problem(seed)
+    Xq, Xp, W = _gradient_problem(seed)
     _, dW = encoder_loss_and_grad(W, Xq, Xp, tau)
     Wt = torch.tensor(W, requires_grad=True)
     loss = info_nce_torch(torch.tensor(Xq) @ Wt, torch.tensor(Xp) @ Wt, tau, normalize=True)
@@ -351,39 +323,31 @@ def _exam_features(topics: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.
     return tuple(bag_of_words([t[k] for t in triples], VOCAB) for k in range(3))
 
 
-def _check_model(model: BiEncoder) -> None:
-    if not isinstance(model, BiEncoder):
-        raise ValueError(f"model must be a BiEncoder from train_bi_encoder, got {type(model).__name__}")
-    W = finite_array(model.W, "model.W")
-    if W.ndim != 2 or W.shape[0] != len(model.vocab) or W.shape[1] == 0:
-        raise ValueError(f"model.W must be (V, d) with one row per word of model.vocab ({len(model.vocab)}), "
-                         f"got shape {W.shape}")
+def _model(model, name: str) -> BiEncoder:
+    """A BiEncoder whose W has one finite row per word of its vocabulary."""
+    W = finite_table(instance(model, name, BiEncoder, "a BiEncoder from train_bi_encoder").W, f"{name}.W")
+    require(W.ndim == 2 and W.shape[0] == len(model.vocab) and W.shape[1] > 0, f"{name}.W must be (V, d) with one row "
+            f"per word of {name}.vocab ({len(model.vocab)}), got shape {W.shape}")
+    return model
 
 
-def _check_topics(topics: Iterable[str], name: str = "topics") -> tuple[str, ...]:
-    if isinstance(topics, str):
-        raise ValueError(f"{name} must be a list of topic names, not one string; wrap it: [{topics!r}]")
-    if not isinstance(topics, Iterable) or isinstance(topics, Mapping):
-        raise ValueError(f"{name} must be a list of topic names, got {type(topics).__name__}")
-    topics = tuple(topics)
-    known = TRAIN_TOPICS + UNSEEN_TOPICS
-    unknown = [t for t in topics if t not in known]
-    if not topics or unknown:
-        raise ValueError(f"{name} must be a non-empty list drawn from TRAIN_TOPICS and UNSEEN_TOPICS, "
-                         f"got unknown {unknown or 'nothing'}")
+def _topics(topics, name: str) -> tuple[str, ...]:
+    """A non-empty list of topic names drawn from `TRAIN_TOPICS` and `UNSEEN_TOPICS`."""
+    topics = tuple(checks.texts(topics, name, "a list of topic names"))
+    unknown = [t for t in topics if t not in TRAIN_TOPICS + UNSEEN_TOPICS]
+    require(topics and not unknown, f"{name} must be a non-empty list drawn from TRAIN_TOPICS and UNSEEN_TOPICS, "
+            f"got unknown {unknown or 'nothing'}")
     return topics
 
 
 def _accuracy(W: np.ndarray, topics: tuple[str, ...]) -> float:
-    Xq, Xr, Xl = _exam_features(topics)
-    Q, R, L = (normalize_rows(X @ W)[0] for X in (Xq, Xr, Xl))
+    Q, R, L = (_unit(X @ W, "A")[0] for X in _exam_features(topics))
     return float(np.mean(np.sum(Q * R, axis=1) > np.sum(Q * L, axis=1)))
 
 
+@arguments(model=_model, topics=_topics)
 def look_alike_accuracy(model: BiEncoder, topics: Iterable[str] = UNSEEN_TOPICS) -> float:
     """Share of the topics' questions whose right card scores above its same-topic look-alike."""
-    _check_model(model)
-    topics = _check_topics(topics)
     if model.vocab == VOCAB:
         return _accuracy(model.W, topics)
     questions, right, look_alike, _ = zip(*make_triples(topics))
@@ -391,15 +355,13 @@ def look_alike_accuracy(model: BiEncoder, topics: Iterable[str] = UNSEEN_TOPICS)
     return float(np.mean(np.sum(Q * R, axis=1) > np.sum(Q * L, axis=1)))
 
 
+@arguments(model=_model, topics=_topics)
 def topic_accuracy(model: BiEncoder, topics: Iterable[str] = UNSEEN_TOPICS) -> float:
     """Share of the topics' questions whose right card beats every other topic's card of the same intent.
 
     The test the in-batch negatives train for: the wrong cards differ from the right one only by topic.
     """
-    _check_model(model)
-    topics = _check_topics(topics)
-    if len(topics) < 2:
-        raise ValueError("topic_accuracy needs at least two topics: the wrong cards are the other topics' cards")
+    require(len(topics) >= 2, "topic_accuracy needs at least two topics: the wrong cards are the other topics' cards")
     right = 0
     for intent in INTENTS:
         C = model.encode([card(t, intent) for t in topics])  # (topics, d)
@@ -411,17 +373,12 @@ def topic_accuracy(model: BiEncoder, topics: Iterable[str] = UNSEEN_TOPICS) -> f
     return right / (len(topics) * len(INTENTS) * len(QUESTION_TEMPLATES["howto"]))
 
 
-def _positive_int(value: object, name: str, low: int) -> int:
-    return whole_number(value, name, low)
-
-
-def _settings(hard_negatives: bool, seed: int, batch: int, dim: int) -> tuple[bool, int, int, int]:
-    """The checked settings that `first_batch` and `train_bi_encoder` share."""
-    hard_negatives = one_bool(hard_negatives, "hard_negatives")
-    seed, dim, batch = _positive_int(seed, "seed", 0), _positive_int(dim, "dim", 1), _positive_int(batch, "batch", 2)
-    if batch > len(TRAIN_TOPICS):
-        raise ValueError(f"batch must be at most {len(TRAIN_TOPICS)} (one question per training topic), got {batch}")
-    return hard_negatives, seed, batch, dim
+def _batch(batch, name: str) -> int:
+    """A batch of 2 to 12 questions: one per training topic at most."""
+    batch = integer(batch, name, 2)
+    require(batch <= len(TRAIN_TOPICS), f"{name} must be at most {len(TRAIN_TOPICS)} (one question per training topic), "
+            f"got {batch}")
+    return batch
 
 
 def _draw_batch(rng: np.random.Generator, batch: int) -> tuple[int, np.ndarray, np.ndarray]:
@@ -431,9 +388,45 @@ def _draw_batch(rng: np.random.Generator, batch: int) -> tuple[int, np.ndarray, 
     return intent, topics, rng.integers(len(QUESTION_TEMPLATES["howto"]), size=batch)
 
 
+@lru_cache(maxsize=64)
+def _plan(seed: int, dim: int, batch: int, steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What ``seed`` draws for a run, in the order training draws it: the start W (V, d), then each
+    step's intent (steps,), topics and question templates (steps, batch). Both models of a pair
+    draw the same, so a pair draws once; the arrays are read-only."""
+    rng = np.random.default_rng(seed)
+    W = rng.normal(0.0, 1.0 / math.sqrt(dim), (len(VOCAB), dim))
+    draws = [_draw_batch(rng, batch) for _ in range(steps)]
+    plan = (W, np.array([d[0] for d in draws], dtype=np.int64).reshape(steps),
+            np.array([d[1] for d in draws], dtype=np.int64).reshape(steps, batch),
+            np.array([d[2] for d in draws], dtype=np.int64).reshape(steps, batch))
+    for array in plan:
+        array.setflags(write=False)
+    return plan
+
+
+@lru_cache(maxsize=1)
+def _feature_rows() -> np.ndarray:
+    """Every training question, then every card, as rows of one table (n, V): the rows a batch gathers."""
+    questions, cards = _training_features()
+    return np.concatenate([questions.reshape(-1, len(VOCAB)), cards.reshape(-1, len(VOCAB))])
+
+
+def _batches(intents: np.ndarray, topics: np.ndarray, templates: np.ndarray, hard_negatives: bool) -> np.ndarray:
+    """The word counts of every step's batch, (steps, B + M, V): B questions, then their B right cards
+    (and, with hard negatives, their B look-alikes), gathered in one go."""
+    n_intents, n_templates = len(INTENTS), len(QUESTION_TEMPLATES["howto"])
+    intent = intents[:, None]
+    questions = (topics * n_intents + intent) * n_templates + templates
+    first_card = len(TRAIN_TOPICS) * n_intents * n_templates
+    rows = [questions, first_card + topics * n_intents + intent]
+    if hard_negatives:
+        rows.append(first_card + topics * n_intents + (1 - intent))
+    return _feature_rows()[np.concatenate(rows, axis=1)]
+
+
+@arguments(hard_negatives=flag, seed=_SEED, dim=partial(integer, minimum=1), batch=_batch)
 def first_batch(hard_negatives: bool, *, seed: int = 0, batch: int = 8, dim: int = 16) -> tuple[list[str], list[str]]:
     """The texts of the first training batch: (questions, cards); card i answers question i."""
-    hard_negatives, seed, batch, dim = _settings(hard_negatives, seed, batch, dim)
     rng = np.random.default_rng(seed)
     rng.normal(0.0, 1.0 / math.sqrt(dim), (len(VOCAB), dim))  # the same draws as train_bi_encoder's start
     intent, topics, templates = _draw_batch(rng, batch)
@@ -445,6 +438,9 @@ def first_batch(hard_negatives: bool, *, seed: int = 0, batch: int = 8, dim: int
     return questions, cards
 
 
+@arguments(hard_negatives=flag, seed=_SEED, dim=partial(integer, minimum=1), batch=_batch,
+           steps=partial(integer, minimum=0), tau=temperature, lr=positive,
+           checkpoints=optional(partial(items, what="a list of step counts")), checkpoint_topics=_topics)
 def train_bi_encoder(
     hard_negatives: bool, *, seed: int = 0, steps: int = 400, batch: int = 8, tau: float = 0.1,
     lr: float = 0.5, dim: int = 16, checkpoints: Iterable[int] | None = None,
@@ -462,65 +458,66 @@ def train_bi_encoder(
     returns {step: look-alike accuracy on ``checkpoint_topics``}, recorded
     during this one run (step 0 is the untrained model).
     """
-    hard_negatives, seed, batch, dim = _settings(hard_negatives, seed, batch, dim)
-    steps = _positive_int(steps, "steps", 0)
-    tau = valid_tau(tau)
-    lr = _learning_rate(lr)
-    wanted: set[int] = set()
-    if checkpoints is not None:
-        if isinstance(checkpoints, (str, bytes)) or not isinstance(checkpoints, Iterable):
-            raise ValueError(f"checkpoints must be a list of step counts, got {checkpoints!r:.40}")
-        wanted = {_positive_int(c, "checkpoints", 0) for c in checkpoints}
-        if not wanted or max(wanted) > steps:
-            raise ValueError(f"checkpoints must be step counts between 0 and steps={steps}, got {sorted(wanted)}")
-        exam = _check_topics(checkpoint_topics, "checkpoint_topics")
-
-    rng = np.random.default_rng(seed)
-    W = rng.normal(0.0, 1.0 / math.sqrt(dim), (len(VOCAB), dim))
-    questions, cards = _training_features()
-    curve: dict[int, float] = {}
-    for step in range(steps + 1):
-        if step in wanted:
-            curve[step] = _accuracy(W, exam)
-        if step == steps:
-            break
-        intent, topics, templates = _draw_batch(rng, batch)
-        Xq = questions[topics, intent, templates]
-        Xp = cards[topics, intent]
-        if hard_negatives:
-            Xp = np.concatenate([Xp, cards[topics, 1 - intent]])
-        W -= lr * _encoder_grad(W, Xq, Xp, tau)
-    model = BiEncoder(VOCAB, W)
-    return (model, dict(sorted(curve.items()))) if checkpoints is not None else model
+    wanted = set() if checkpoints is None else {integer(c, "checkpoints", 0) for c in checkpoints}
+    require(checkpoints is None or (wanted and max(wanted) <= steps),
+            lambda: f"checkpoints must be step counts between 0 and steps={steps}, got {sorted(wanted)}")
+    W, curve = _train(hard_negatives, seed, steps, batch, tau, lr, dim, wanted, checkpoint_topics)
+    return (BiEncoder(VOCAB, W), curve) if checkpoints is not None else BiEncoder(VOCAB, W)
 
 
-def _learning_rate(lr: float) -> float:
-    value = real_number(lr, "lr", "a finite number > 0")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-    return value
+def _train(hard_negatives: bool, seed: int, steps: int, batch: int, tau: float, lr: float, dim: int,
+           wanted: set[int], exam: tuple[str, ...]) -> tuple[np.ndarray, dict[int, float]]:
+    """The hot loop of `train_bi_encoder`, on checked settings: W after ``steps`` steps and the curve.
+
+    Each step is `_encoder_grad` written out on buffers made once, with the same operations in
+    the same order (so the same bits): the batch's rows are gathered before the loop, and the
+    question and card rows are scaled to length 1 in one table."""
+    W0, intents, topics, templates = _plan(seed, dim, batch, steps)
+    W, X = W0.copy(), _batches(intents, topics, templates, hard_negatives)
+    B, M = batch, X.shape[1] - batch
+    A, dU, back = np.empty((B + M, dim)), np.empty((B + M, dim)), np.empty((B + M, dim))
+    dQ, dP, diagonal = dU[:B], dU[B:], slice(0, B * (M + 1), M + 1)
+    curve = {step: _accuracy(W, exam) for step in wanted if step == 0}
+    for step in range(steps):
+        Xq, Xp = X[step, :B], X[step, B:]
+        np.matmul(X[step], W, out=A)  # = Xq @ W over Xp @ W, row for row (a test holds the bits)
+        U, norms = unit_rows(A, "X @ W row", return_lengths=True, why_zero=_NO_WORDS)  # each row on its own
+        Q, P = U[:B], U[B:]
+        G = Q @ P.T  # _table_grad(Q @ P.T, tau), inline and in place:
+        G /= tau
+        G -= np.maximum.reduce(G, axis=1, keepdims=True)
+        G -= np.log(np.add.reduce(np.exp(G), axis=1, keepdims=True))
+        np.exp(G, out=G)
+        G.reshape(-1)[diagonal] -= 1.0
+        G /= B * tau
+        np.matmul(G, P, out=dQ)
+        np.matmul(G.T, Q, out=dP)
+        np.multiply(U, np.einsum("ij,ij->i", U, dU)[:, None], out=back)  # _backward, both sides at once
+        np.subtract(dU, back, out=back)
+        back /= norms
+        grad = Xq.T @ back[:B]
+        grad += Xp.T @ back[B:]
+        grad *= lr
+        W -= grad
+        if step + 1 in wanted:
+            curve[step + 1] = _accuracy(W, exam)
+    return W, dict(sorted(curve.items()))
 
 
 _SWEEP_SETTINGS = ("steps", "batch", "tau", "lr", "dim")
 
 
+@arguments(seeds=partial(items, what="a list of integers >= 0",
+                         each=partial(integer, name="seeds", minimum=0)))
 def seed_sweep(seeds: Iterable[int] = range(10), **train_kwargs) -> dict[str, np.ndarray]:
     """Both models on each seed: look-alike accuracy on unseen and training topics, one array per key.
 
     ``train_kwargs`` are `train_bi_encoder`'s steps, batch, tau, lr and dim, checked before any training.
     """
-    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
-        raise ValueError(f"seeds must be a list of integers >= 0, got {seeds!r:.40}")
-    seeds = [_positive_int(s, "seeds", 0) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds must name at least one seed")
-    unknown = sorted(set(train_kwargs) - set(_SWEEP_SETTINGS))
-    if unknown:
-        raise ValueError(f"seed_sweep passes only {', '.join(_SWEEP_SETTINGS)} to train_bi_encoder, got {unknown}")
-    _settings(True, 0, train_kwargs.get("batch", 8), train_kwargs.get("dim", 16))
-    _positive_int(train_kwargs.get("steps", 400), "steps", 0)
-    valid_tau(train_kwargs.get("tau", 0.1))
-    _learning_rate(train_kwargs.get("lr", 0.5))
+    require(seeds, "seeds must name at least one seed")
+    require(set(train_kwargs) <= set(_SWEEP_SETTINGS), f"seed_sweep passes only {', '.join(_SWEEP_SETTINGS)} to "
+            f"train_bi_encoder, got {sorted(set(train_kwargs) - set(_SWEEP_SETTINGS))}")
+    train_bi_encoder.check(True, **train_kwargs)  # every setting, before any training
     out: dict[str, list[float]] = {"in_batch": [], "hard": [], "in_batch_train": [], "hard_train": []}
     for s in seeds:
         for hard, key in ((False, "in_batch"), (True, "hard")):

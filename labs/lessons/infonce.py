@@ -39,12 +39,15 @@ masked loss in ``notebooks/05_hard_negatives.ipynb``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from labs.lessons.inputs import real_array, real_number, scaled_scores, valid_margin, valid_tau
+from labs.checks import (
+    arguments, finite_table, flag, number, optional, require, scaled_scores, table, temperature, tensor, unit_rows,
+)
 
 __all__ = [
     "log_softmax_rows",
@@ -56,7 +59,11 @@ __all__ = [
     "false_negative_mask",
     "info_nce_masked_rows",
     "info_nce_masked",
-    "info_nce_masked_torch", "unit_rows", "temperature_divisor"]
+    "info_nce_masked_torch",
+]
+
+_MARGIN = partial(number, what="a finite number", finite=True)
+_EMBEDDINGS = partial(tensor, ndim=2, what="2-D (rows x dim)", floats=True, finite=True)
 
 
 def log_softmax_rows(Z: np.ndarray) -> np.ndarray:
@@ -79,78 +86,47 @@ def info_nce(S: np.ndarray | Sequence, tau: float) -> float:
 
 def clip_loss(S: np.ndarray | Sequence, tau: float) -> float:
     """Symmetric (CLIP) loss of a square (B, B) table: rows pick columns and columns pick rows, averaged."""
-    A = real_array(S, "S")
-    if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError(f"S must be square (B images x B captions) for clip_loss, got shape {A.shape}")
+    A = table(S, "S")
+    require(A.ndim == 2 and A.shape[0] == A.shape[1], f"S must be square (B images x B captions) for clip_loss, got "
+            f"shape {A.shape}")
     return 0.5 * info_nce(A, tau) + 0.5 * info_nce(A.T, tau)
 
 
 def positive_share(pos: float, negs: Sequence[float], tau: float) -> float:
     """Softmax share of a positive with cosine ``pos`` against negatives with cosines ``negs``."""
-    pos = real_number(pos, "pos", "a real number")
-    negs = real_array(negs, "negs")
-    if negs.ndim > 1:
-        raise ValueError(f"negs must be a number or a list of numbers, got shape {negs.shape}")
+    pos, negs = number(pos, "pos", "a real number"), table(negs, "negs")
+    require(negs.ndim <= 1, f"negs must be a number or a list of numbers, got shape {negs.shape}")
     row = np.array([[pos, *np.atleast_1d(negs)]])
-    if not np.all(np.isfinite(row)):
-        raise ValueError("pos and negs must be finite numbers")
+    require(np.all(np.isfinite(row)), "pos and negs must be finite numbers")
     Z = scaled_scores(row, tau, name="[pos, *negs]")
     return float(np.exp(log_softmax_rows(Z)[0, 0]))
 
 
-def _check_embeddings(queries, docs, normalize: bool) -> None:
-    """Refuse what would give a NaN or a silently wrong loss, naming the argument."""
-    for name, x in (("queries", queries), ("docs", docs)):
-        if not isinstance(x, torch.Tensor):
-            raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if queries.ndim != 2 or docs.ndim != 2:
-        raise ValueError(f"queries and docs must be 2-D (rows x dim), got shapes {tuple(queries.shape)} "
-                         f"and {tuple(docs.shape)}")
-    for name, x in (("queries", queries), ("docs", docs)):
-        if not x.is_floating_point():
-            what = "complex numbers: give real embeddings" if x.dtype.is_complex else x.dtype
-            raise ValueError(f"{name} must be a floating-point tensor, got {what}")
-        if not bool(torch.isfinite(x).all()):
-            raise ValueError(f"{name} contains NaN or infinite entries")
-    if queries.shape[0] == 0:
-        raise ValueError("queries has no rows: a batch needs at least one query")
-    if queries.shape[1] != docs.shape[1] or queries.shape[1] == 0:
-        raise ValueError(f"queries and docs must share a dimension >= 1, got {queries.shape[1]} and {docs.shape[1]}")
-    if docs.shape[0] < queries.shape[0]:
-        raise ValueError(f"docs has {docs.shape[0]} rows but queries has {queries.shape[0]}: need M >= B")
-    if queries.dtype != docs.dtype or queries.device != docs.device:
-        raise ValueError(f"queries and docs must share dtype and device, got {queries.dtype} on {queries.device} "
-                         f"and {docs.dtype} on {docs.device}")
+def _one_batch(queries: torch.Tensor, docs: torch.Tensor, tau, normalize: bool) -> None:
+    """The rules between the arguments of the torch losses: B >= 1 queries, M >= B documents of the
+    same dimension, dtype and device (and tau's device); with ``normalize``, no row of zeros."""
+    require(queries.shape[0] > 0, "queries has no rows: a batch needs at least one query")
+    require(queries.shape[1] == docs.shape[1] and queries.shape[1] > 0, "queries and docs must share a dimension >= 1, "
+            f"got {queries.shape[1]} and {docs.shape[1]}")
+    require(docs.shape[0] >= queries.shape[0], f"docs has {docs.shape[0]} rows but queries has {queries.shape[0]}: "
+            "need M >= B")
+    require(queries.dtype == docs.dtype and queries.device == docs.device, "queries and docs must share dtype and "
+            f"device, got {queries.dtype} on {queries.device} and {docs.dtype} on {docs.device}")
+    require(not isinstance(tau, torch.Tensor) or tau.device == queries.device,
+            f"tau is on {getattr(tau, 'device', '')} but queries is on {queries.device}")
     if normalize:
-        for name, x in (("queries", queries), ("docs", docs)):
-            zero = torch.nonzero(x.detach().abs().amax(dim=1) == 0)
-            if len(zero):
-                raise ValueError(f"{name} row {int(zero[0, 0])} is all zeros: it has no direction to normalise")
+        tensor(queries, "queries", directions=True), tensor(docs, "docs", directions=True)
 
 
-def unit_rows(x: torch.Tensor) -> torch.Tensor:
-    """Rows scaled to unit length, whatever their size: each row is first divided by its largest
-    entry, so a tiny row (1e-30) or a huge one (1e30) has the direction of the same row at
-    unit length, where ``F.normalize`` alone clamps tiny norms (eps) or overflows huge ones.
-    Rows are non-zero (checked by the caller)."""
-    largest = x.abs().amax(dim=-1, keepdim=True)
-    return F.normalize(x / largest, dim=-1)
+def _logits(scores: torch.Tensor, tau) -> torch.Tensor:
+    """scores / tau, or ValueError naming a tau so small that the division overflows."""
+    logits = scores / tau
+    require(bool(torch.isfinite(logits.detach()).all()),
+            lambda: f"tau={float(tau)!r} is too small for these scores: scores / tau overflows {logits.dtype}")
+    return logits
 
 
-def temperature_divisor(tau) -> tuple[float, float | torch.Tensor]:
-    """(tau as a checked float, the divisor of the scores): a one-number tensor that requires grad
-    is the divisor itself, so a learned temperature gets its gradient (as in CLIP)."""
-    if isinstance(tau, torch.Tensor) and tau.requires_grad:
-        return valid_tau(tau.detach()), tau.reshape(())
-    value = valid_tau(tau)
-    return value, value
-
-
-def _same_device(divisor, queries: torch.Tensor) -> None:
-    if isinstance(divisor, torch.Tensor) and divisor.device != queries.device:
-        raise ValueError(f"tau is on {divisor.device} but queries is on {queries.device}")
-
-
+@arguments(tau=partial(temperature, learned=True), queries=_EMBEDDINGS, docs=_EMBEDDINGS, normalize=flag)
 def info_nce_torch(
     queries: torch.Tensor, docs: torch.Tensor, tau: float, *, normalize: bool = True
 ) -> torch.Tensor:
@@ -164,32 +140,17 @@ def info_nce_torch(
     an empty batch, NaN or infinite entries, a tau that is not a finite number > 0,
     and a tau so small that the scores overflow.
     """
-    tau, divisor = temperature_divisor(tau)
-    _check_embeddings(queries, docs, normalize)
-    _same_device(divisor, queries)
+    _one_batch(queries, docs, tau, normalize)
     if normalize:
-        queries, docs = unit_rows(queries), unit_rows(docs)
-    logits = queries @ docs.T / divisor
-    if not bool(torch.isfinite(logits.detach()).all()):
-        raise ValueError(f"tau={tau!r} is too small for these scores: scores / tau overflows {logits.dtype}")
-    labels = torch.arange(queries.shape[0], device=queries.device)
-    return F.cross_entropy(logits, labels)
+        queries, docs = unit_rows(queries, scaled=True), unit_rows(docs, scaled=True)
+    logits = _logits(queries @ docs.T, tau)
+    return F.cross_entropy(logits, torch.arange(queries.shape[0], device=queries.device))
 
 
 # ---- masked InfoNCE: false negatives left out of the softmax -----------------
 
 
-def _guide_table(guide: np.ndarray | Sequence | None, S: np.ndarray) -> np.ndarray:
-    if guide is None:
-        return S
-    G = real_array(guide, "guide")
-    if G.shape != S.shape:
-        raise ValueError(f"guide must have the shape of S {S.shape}, got {G.shape}")
-    if not np.all(np.isfinite(G)):
-        raise ValueError("guide contains NaN or infinite entries")
-    return G
-
-
+@arguments(margin=_MARGIN, guide=optional(finite_table))
 def false_negative_mask(S: np.ndarray | Sequence, margin: float,
                         guide: np.ndarray | Sequence | None = None) -> np.ndarray:
     """Boolean (B, M): True where row i's negative j scores above its positive plus ``margin``.
@@ -199,11 +160,9 @@ def false_negative_mask(S: np.ndarray | Sequence, margin: float,
     (column i) is never masked. A negative ``margin`` masks negatives that
     come close to the positive from below.
     """
-    margin = valid_margin(margin)
     A = scaled_scores(S, 1.0)
-    G = _guide_table(guide, A)
-    B = A.shape[0]
-    rows = np.arange(B)
+    require(guide is None or guide.shape == A.shape, lambda: f"guide must have the shape of S {A.shape}, got {guide.shape}")
+    G, rows = A if guide is None else guide, np.arange(A.shape[0])
     mask = G > G[rows, rows][:, None] + margin
     mask[rows, rows] = False
     return mask
@@ -213,8 +172,7 @@ def info_nce_masked_rows(S: np.ndarray | Sequence, tau: float, margin: float,
                          guide: np.ndarray | Sequence | None = None) -> np.ndarray:
     """Per-row losses (B,) of InfoNCE with `false_negative_mask`'s entries left out of each softmax."""
     Z = scaled_scores(S, tau)
-    mask = false_negative_mask(S, margin, guide)
-    Z = np.where(mask, -np.inf, Z)  # exp(-inf) = 0: the entry is not in the denominator
+    Z = np.where(false_negative_mask(S, margin, guide), -np.inf, Z)  # exp(-inf) = 0: not in the denominator
     B = Z.shape[0]
     return -log_softmax_rows(Z)[np.arange(B), np.arange(B)]
 
@@ -231,6 +189,16 @@ def info_nce_masked(S: np.ndarray | Sequence, tau: float, margin: float,
     return float(info_nce_masked_rows(S, tau, margin, guide).mean())
 
 
+def _guide(guide, name: str) -> torch.Tensor:
+    """A guide table of real, finite numbers as a tensor (its shape is checked against the scores)."""
+    require(isinstance(guide, torch.Tensor), f"{name} must be a tensor of shape (B, M), got {type(guide).__name__}")
+    require(guide.is_floating_point() or guide.dtype in (torch.int32, torch.int64),
+            f"{name} must hold real numbers, got dtype {guide.dtype}")
+    return tensor(guide, name, finite=True)
+
+
+@arguments(tau=partial(temperature, learned=True), margin=_MARGIN, queries=_EMBEDDINGS, docs=_EMBEDDINGS,
+           guide=optional(_guide), normalize=flag)
 def info_nce_masked_torch(queries: torch.Tensor, docs: torch.Tensor, tau: float, margin: float, *,
                           guide: torch.Tensor | None = None, normalize: bool = True) -> torch.Tensor:
     """`info_nce_masked` on embeddings, for autograd: queries (B, d), docs (M, d), M >= B >= 1.
@@ -240,29 +208,14 @@ def info_nce_masked_torch(queries: torch.Tensor, docs: torch.Tensor, tau: float,
     a negative can leave the mask once the positive has moved above it.
     Validates like `info_nce_torch`.
     """
-    tau, divisor = temperature_divisor(tau)
-    margin = valid_margin(margin)
-    _check_embeddings(queries, docs, normalize)
-    _same_device(divisor, queries)
+    _one_batch(queries, docs, tau, normalize)
+    require(guide is None or tuple(guide.shape) == (queries.shape[0], docs.shape[0]),
+            lambda: f"guide must be a tensor of shape {(queries.shape[0], docs.shape[0])}, got {tuple(guide.shape)}")
     if normalize:
-        queries, docs = unit_rows(queries), unit_rows(docs)
+        queries, docs = unit_rows(queries, scaled=True), unit_rows(docs, scaled=True)
     scores = queries @ docs.T
-    B, M = scores.shape
-    if guide is None:
-        G = scores.detach()
-    else:
-        if not isinstance(guide, torch.Tensor) or tuple(guide.shape) != (B, M):
-            raise ValueError(f"guide must be a tensor of shape {(B, M)}, got "
-                             f"{tuple(guide.shape) if isinstance(guide, torch.Tensor) else type(guide).__name__}")
-        if not (guide.is_floating_point() or guide.dtype in (torch.int32, torch.int64)):
-            raise ValueError(f"guide must hold real numbers, got dtype {guide.dtype}")
-        if not bool(torch.isfinite(guide).all()):
-            raise ValueError("guide contains NaN or infinite entries")
-        G = guide.detach().to(scores.device, scores.dtype)
-    rows = torch.arange(B, device=scores.device)
+    G = scores.detach() if guide is None else guide.detach().to(scores.device, scores.dtype)
+    rows = torch.arange(scores.shape[0], device=scores.device)
     mask = G > G[rows, rows][:, None] + margin
     mask[rows, rows] = False
-    logits = scores / divisor
-    if not bool(torch.isfinite(logits.detach()).all()):
-        raise ValueError(f"tau={tau!r} is too small for these scores: scores / tau overflows {logits.dtype}")
-    return F.cross_entropy(logits.masked_fill(mask, float("-inf")), rows)
+    return F.cross_entropy(_logits(scores, tau).masked_fill(mask, float("-inf")), rows)

@@ -33,16 +33,19 @@ counts and seeds are integers (NumPy's too; not bools, not floats such as 2.0), 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from labs.lessons.infonce import positive_share, unit_rows
-from labs.lessons.inputs import one_bool, real_number, valid_tau, whole_number
+from labs.checks import (
+    arguments, choice, flag, integer, items, number, optimizer_step, positive, random_seed, require, temperature,
+    unit_rows,
+)
+from labs.lessons.infonce import positive_share
 
 __all__ = [
     "positive_loss_gradient",
@@ -57,12 +60,17 @@ OPTIMIZERS = ("sgd", "adamw")  # plain SGD (the lesson's runs) and AdamW (torch'
 SILENT = 0.01  # a row whose pull is under 1% of 1/tau teaches (almost) nothing
 
 
+_NOISE = partial(number, what="a finite number >= 0", low=0.0, finite=True)
+
+
 def positive_loss_gradient(pos: float, negs: Sequence[float], tau: float) -> float:
     """d loss / d pos for one row: -(1 - share) / tau (how hard the loss still pulls the positive up)."""
-    tau = valid_tau(tau)
+    tau = temperature(tau)
     return -(1.0 - positive_share(pos, negs, tau)) / tau
 
 
+@arguments(n=partial(integer, minimum=1), seed=partial(integer, minimum=0), latent=partial(integer, minimum=1),
+           dim=partial(integer, minimum=1), noise=_NOISE)
 def make_toy_pairs(
     n: int, *, seed: int = 0, latent: int = 16, dim: int = 32, noise: float = 2.5
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -74,9 +82,6 @@ def make_toy_pairs(
     ranking is not trivial. The mixing matrix depends on ``seed`` only.
     ``n``, ``latent`` and ``dim`` are integers >= 1, ``seed`` an integer >= 0, ``noise`` a finite number >= 0.
     """
-    n, seed = whole_number(n, "n", 1), whole_number(seed, "seed", 0)
-    latent, dim = whole_number(latent, "latent", 1), whole_number(dim, "dim", 1)
-    noise = _noise(noise)
     rng = np.random.default_rng(seed)
     mixing = rng.standard_normal((latent, dim))
     data_rng = np.random.default_rng([seed, n])
@@ -110,23 +115,6 @@ class TemperatureRun:
     W: torch.Tensor  # (dim, 16) the trained encoder
 
 
-def _noise(noise) -> float:
-    value = real_number(noise, "noise", "a finite number >= 0")
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
-    return value
-
-
-def _step(opt: torch.optim.Optimizer, lr) -> None:
-    """``opt.step()``, with torch's overflow of a learning rate too large for float32 weights named."""
-    try:
-        opt.step()
-    except RuntimeError as err:
-        if "overflow" not in str(err):
-            raise
-        raise ValueError(f"lr={lr!r} is too large for the float32 weights: the step overflows") from None
-
-
 def _step_jitter(values: np.ndarray) -> float:
     return float(np.std(np.diff(values))) if len(values) > 2 else 0.0
 
@@ -155,6 +143,10 @@ def train_at_temperature(
                                  noise=noise, heldout=heldout)[0][0]
 
 
+@arguments(taus=partial(items, what="a non-empty list of values", nonempty=True, each=temperature),
+           optimizer=partial(choice, allowed=OPTIMIZERS), lr=positive,
+           seeds=partial(items, what="a non-empty list of values", nonempty=True, each=random_seed),
+           steps=partial(integer, minimum=0), batch=partial(integer, minimum=2), noise=_NOISE, curve=flag)
 def train_at_temperatures(
     taus: Sequence[float],
     seeds: Sequence[int],
@@ -178,17 +170,7 @@ def train_at_temperatures(
     is measured at the end only (most of the time of a run goes into measuring it after every
     step): ``heldout_top1`` is NaN but for its last entry, and ``rank_jitter`` is NaN.
     """
-    taus = _sequence(taus, "taus", valid_tau)
-    if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
-    rate = real_number(lr, "lr", "a finite number > 0")
-    if not (math.isfinite(rate) and rate > 0):
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-    seeds = _sequence(seeds, "seeds", _torch_seed)
-    steps, batch = whole_number(steps, "steps", 0), whole_number(batch, "batch", 2)
-    heldout = whole_number(heldout, "heldout", batch)
-    noise = _noise(noise)
-    curve = one_bool(curve, "curve")
+    heldout = integer(heldout, "heldout", batch)
     T, n_seeds = len(taus), len(seeds)
     K = T * n_seeds  # model k = i * n_seeds + j: taus[i], seeds[j]
     pairs = [make_toy_pairs(steps * batch + heldout, seed=seed, noise=noise) for seed in seeds]
@@ -198,7 +180,7 @@ def train_at_temperatures(
         torch.randn(Xq.shape[2], 16, generator=torch.Generator().manual_seed(seed)) / 4 for seed in seeds
     ]).repeat(T, 1, 1))  # (K, 32, 16)
     divisor = torch.tensor(taus, dtype=torch.float32).repeat_interleave(n_seeds)[:, None, None]
-    opt = torch.optim.SGD([W], lr=rate) if optimizer == "sgd" else torch.optim.AdamW([W], lr=rate)
+    opt = torch.optim.SGD([W], lr=lr) if optimizer == "sgd" else torch.optim.AdamW([W], lr=lr)
     labels = torch.arange(batch)
     losses, top1 = np.zeros((K, steps)), np.zeros((K, steps))
     teaching, wrong = [], []  # one (K,) array per step of the second half
@@ -217,22 +199,19 @@ def train_at_temperatures(
             wrong.append((S.argmax(dim=2) != labels).double().mean(dim=1).numpy())
         q, d = xq @ W, xd @ W
         bad = ~(torch.isfinite(q.detach()).flatten(1).all(1) & torch.isfinite(d.detach()).flatten(1).all(1))
-        if bool(bad.any()):
-            raise ValueError(f"training diverged at step {s}: the encoded batch of {what(int(bad.nonzero()[0]))} "
-                             f"is no longer finite (is lr={lr!r} too large?)")
-        logits = unit_rows(q) @ unit_rows(d).transpose(1, 2) / divisor  # (K, batch, batch)
-        bad = ~torch.isfinite(logits.detach()).flatten(1).all(1)
-        if bool(bad.any()):  # cosines are at most 1 in size: only a tau near float32's smallest does this
-            tau = taus[int(bad.nonzero()[0]) // n_seeds]
-            raise ValueError(f"tau={tau!r} is too small for these scores: scores / tau overflows {logits.dtype}")
+        require(not bool(bad.any()), lambda: f"training diverged at step {s}: the encoded batch of "
+                f"{what(int(bad.nonzero()[0]))} is no longer finite (is lr={lr!r} too large?)")
+        logits = unit_rows(q, scaled=True) @ unit_rows(d, scaled=True).transpose(1, 2) / divisor  # (K, batch, batch)
+        bad = ~torch.isfinite(logits.detach()).flatten(1).all(1)  # cosines are at most 1: only a tau near float32's
+        require(not bool(bad.any()), lambda: f"tau={taus[int(bad.nonzero()[0]) // n_seeds]!r} is too small for these "
+                f"scores: scores / tau overflows {logits.dtype}")  # smallest makes them overflow
         loss = torch.stack([F.cross_entropy(logits[k], labels) for k in range(K)])  # (K,) one InfoNCE each
         opt.zero_grad()
         loss.sum().backward()  # each slice of W gets its own model's gradient, nothing else
-        _step(opt, lr)
+        optimizer_step(opt, lr)
         bad = ~torch.isfinite(W.detach()).flatten(1).all(1)
-        if bool(bad.any()):
-            raise ValueError(f"training diverged at step {s}: the encoder of {what(int(bad.nonzero()[0]))} "
-                             f"is no longer finite (is lr={lr!r} too large?)")
+        require(not bool(bad.any()), lambda: f"training diverged at step {s}: the encoder of "
+                f"{what(int(bad.nonzero()[0]))} is no longer finite (is lr={lr!r} too large?)")
         losses[:, s] = loss.detach().numpy()
         if curve:
             with torch.no_grad():
@@ -270,17 +249,3 @@ def _top1(Tq: torch.Tensor, Td: torch.Tensor, W: torch.Tensor) -> np.ndarray:
         S = Q[k] @ D[k].T
         hits[k] = (S.diagonal() == S.amax(dim=1)).double().mean().item()
     return hits
-
-
-def _torch_seed(seed) -> int:
-    seed = whole_number(seed, "seed", 0)
-    if seed >= 2**64:
-        raise ValueError(f"seed must be an integer from 0 to 2**64 - 1 (torch's seeds), got {seed}")
-    return seed
-
-
-def _sequence(values, name: str, check) -> list:
-    """A non-empty list or tuple of items, each checked (``check(item)``) and named in the error."""
-    if not isinstance(values, (list, tuple, range, np.ndarray)) or np.ndim(values) != 1 or len(values) == 0:
-        raise ValueError(f"{name} must be a non-empty list of values, got {values!r}")
-    return [check(v) for v in values]

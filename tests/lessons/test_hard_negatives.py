@@ -399,3 +399,39 @@ def test_numpy_numbers_are_accepted_as_settings():
     a = hn.train_bi_encoder(True, steps=np.int64(5), lr=np.float32(0.5), tau=np.float64(0.1), seed=np.int32(1))
     b = hn.train_bi_encoder(True, steps=5, lr=float(np.float32(0.5)), tau=0.1, seed=1)
     np.testing.assert_array_equal(a.W, b.W)
+
+
+# ---- the hot loop is the hand gradient, step after step -------------------------------------
+
+
+def test_the_training_loop_is_the_hand_gradient_step_after_step():
+    """train_bi_encoder's loop (buffers, rows gathered before the loop, both sides scaled in one
+    table) gives the bits of encoder_loss_and_grad applied step by step to the same batches, and
+    the batches are the draws of one generator in the order training has always drawn them."""
+    seed, steps, batch, dim = 3, 25, 8, 16
+    W0, intents, topics, templates = hn._plan(seed, dim, batch, steps)
+    rng = np.random.default_rng(seed)
+    np.testing.assert_array_equal(rng.normal(0.0, 1.0 / np.sqrt(dim), (len(hn.VOCAB), dim)), W0)
+    for s in range(steps):
+        assert int(rng.integers(2)) == intents[s]
+        np.testing.assert_array_equal(rng.permutation(len(hn.TRAIN_TOPICS))[:batch], topics[s])
+        np.testing.assert_array_equal(rng.integers(5, size=batch), templates[s])
+    questions, cards = hn._training_features()
+    for hard in (False, True):
+        W = W0.copy()
+        for s in range(steps):
+            Xq, Xp = questions[topics[s], intents[s], templates[s]], cards[topics[s], intents[s]]
+            if hard:
+                Xp = np.concatenate([Xp, cards[topics[s], 1 - intents[s]]])
+            W -= 0.5 * hn.encoder_loss_and_grad(W, Xq, Xp, 0.1)[1]
+        np.testing.assert_array_equal(hn.train_bi_encoder(hard, seed=seed, steps=steps).W, W)
+
+
+def test_rows_stacked_in_one_product_are_the_rows_alone():
+    """The loop multiplies questions and cards by W in one matrix product: on this machine's BLAS
+    each row of the product is the row's own product, bit for bit (what the loop relies on)."""
+    F, rng = hn._feature_rows(), np.random.default_rng(1)
+    for _ in range(200):
+        W = rng.normal(0, rng.uniform(0.01, 3), (len(hn.VOCAB), 16))
+        X = F[rng.integers(len(F), size=rng.choice([16, 24]))]
+        np.testing.assert_array_equal(X @ W, np.concatenate([X[:8] @ W, X[8:] @ W]))
