@@ -63,7 +63,7 @@ __all__ = [
     "class_captions",
     "embed",
     "clip_loss_and_grads",
-    "zero_shot_predict",
+    "nearest_class_caption",
     "ClipToy",
     "train_clip_toy",
     "staircase_misses",
@@ -164,8 +164,8 @@ def _loss_and_grads(X: np.ndarray, Y: np.ndarray, Wi: np.ndarray, Wt: np.ndarray
 
 
 @arguments(image_vecs=finite_table, caption_vecs=finite_table)
-def zero_shot_predict(image_vecs: np.ndarray, caption_vecs: np.ndarray) -> np.ndarray:
-    """Label each image by its most similar class caption: (n, d), (C, d) -> (n,).
+def nearest_class_caption(image_vecs: np.ndarray, caption_vecs: np.ndarray) -> np.ndarray:
+    """Label each image by its most similar class caption (zero-shot): (n, d), (C, d) -> (n,).
 
     Both tables must hold real, finite numbers; they are compared in float64 (a float16 product
     would overflow), and a similarity that still overflows is refused rather than ranked.
@@ -227,7 +227,7 @@ def train_clip_toy(
     clean = class_captions(world)
 
     def accuracy() -> float:
-        return float(np.mean(zero_shot_predict(embed(test_images, Wi), embed(clean, Wt)) == test_labels))
+        return float(np.mean(nearest_class_caption(embed(test_images, Wi), embed(clean, Wt)) == test_labels))
 
     losses, accuracy_at = [], {}
     for step in range(steps + 1):

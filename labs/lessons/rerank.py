@@ -72,7 +72,7 @@ __all__ = [
     "NO_SEEN",
     "YES_NEW",
     "NO_NEW",
-    "fill",
+    "fill_rule",
     "labelled_pairs",
     "test_triples",
     "collection",
@@ -140,7 +140,7 @@ def _templates(templates, name: str) -> list[str]:
     return templates
 
 
-def fill(template: str, rule: tuple[str, str]) -> str:
+def fill_rule(template: str, rule: tuple[str, str]) -> str:
     """Put a (group, action) rule into a template with {g}, {G} (capitalised) and {a}."""
     require(isinstance(template, str), f"template must be a string with {{g}}, {{G}} or {{a}}, got {template!r:.60}")
     return _fill(template, _rule(rule))
@@ -190,7 +190,7 @@ test_triples.__test__ = False  # a data builder, not a pytest test
 def collection() -> list[str]:
     """Every passage the templates make for every rule, plus the helmet passages; sorted, distinct."""
     templates = YES_SEEN + NO_SEEN + YES_NEW + NO_NEW
-    passages = {fill(t, r) for r in RULES_TRAIN + RULES_HELD_OUT for t in templates}
+    passages = {fill_rule(t, r) for r in RULES_TRAIN + RULES_HELD_OUT for t in templates}
     return sorted(passages | set(HELMET_PASSAGES))
 
 

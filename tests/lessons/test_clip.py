@@ -14,7 +14,7 @@ from labs.lessons import clip_digits as cd
 from labs.classroom.exercises.clip import check_best_share, check_hub_table_loss
 from labs.lessons.clip import (
     class_captions, clip_loss_and_grads, embed, make_toy_world, sample_pairs,
-    staircase_misses, train_clip_toy, zero_shot_predict,
+    staircase_misses, train_clip_toy, nearest_class_caption,
 )
 from labs.lessons.infonce import clip_loss
 from labs.retrieval.metrics import mrr_at_k, rank_documents
@@ -125,7 +125,7 @@ def test_zero_shot_by_nearest_caption():
     L = embed(class_captions(world), W)
     assert L.shape == (5, 16)
     np.testing.assert_allclose(np.linalg.norm(L, axis=1), 1.0)
-    np.testing.assert_array_equal(zero_shot_predict(L, L), np.arange(5))
+    np.testing.assert_array_equal(nearest_class_caption(L, L), np.arange(5))
 
 
 def test_staircase_misses():
@@ -159,7 +159,7 @@ def test_toy_functions_bad_input():
     with pytest.raises(ValueError, match="tau"):
         clip_loss_and_grads(np.ones((3, 32)), np.ones((3, 24)), np.ones((32, 16)), np.ones((24, 16)), -1)
     with pytest.raises(ValueError, match="share d"):
-        zero_shot_predict(np.ones((3, 4)), np.ones((5, 3)))
+        nearest_class_caption(np.ones((3, 4)), np.ones((5, 3)))
     with pytest.raises(ValueError, match="do not fit"):
         staircase_misses(np.ones((3, 5)), np.zeros(4, dtype=int))
 
@@ -425,8 +425,8 @@ def test_toy_tables_that_are_not_real_finite_numbers_are_refused_by_name(bad, me
         ("captions", lambda: clip_loss_and_grads(_X, bad(_Y), _WI, _WT, 0.1)),
         ("Wi", lambda: clip_loss_and_grads(_X, _Y, bad(_WI), _WT, 0.1)),
         ("Wt", lambda: clip_loss_and_grads(_X, _Y, _WI, bad(_WT), 0.1)),
-        ("image_vecs", lambda: zero_shot_predict(bad(_X), _X)),
-        ("caption_vecs", lambda: zero_shot_predict(_X, bad(_X))),
+        ("image_vecs", lambda: nearest_class_caption(bad(_X), _X)),
+        ("caption_vecs", lambda: nearest_class_caption(_X, bad(_X))),
         ("similarity", lambda: staircase_misses(bad(_X), np.zeros(4, dtype=int))),
     ]
     for name, call in cases:
@@ -444,7 +444,7 @@ def test_toy_products_that_overflow_or_have_no_direction_are_named():
     with pytest.raises(ValueError, match=r"tau=1e-310 is too small for these scores"):
         clip_loss_and_grads(_X, _Y, _WI, _WT, 1e-310)
     with pytest.raises(ValueError, match="caption_vecs has no rows"):
-        zero_shot_predict(_X, np.zeros((0, 32)))
+        nearest_class_caption(_X, np.zeros((0, 32)))
 
 
 def test_toy_tables_as_lists_tensors_or_float16_give_the_float64_answer():
@@ -453,7 +453,7 @@ def test_toy_tables_as_lists_tensors_or_float16_give_the_float64_answer():
     want = clip_loss_and_grads(_X, _Y, _WI, _WT, 0.1)
     assert loss == want[0] and np.array_equal(dWi, want[1])
     big = np.array([[6e4, 6e4]], dtype=np.float16)  # its float16 dot product overflows; float64's does not
-    assert zero_shot_predict(big, np.array([[1, -1], [6e4, 6e4]], dtype=np.float16)).tolist() == [1]
+    assert nearest_class_caption(big, np.array([[1, -1], [6e4, 6e4]], dtype=np.float16)).tolist() == [1]
 
 
 def test_toy_randomness_and_world_must_be_given():

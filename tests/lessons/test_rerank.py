@@ -10,7 +10,7 @@ import torch
 
 from labs.retrieval.models import minilm_path
 from labs.lessons.rerank import (
-    collection, fill, HELMET_PASSAGES, HELMET_QUESTIONS, labelled_pairs,
+    collection, fill_rule as fill, HELMET_PASSAGES, HELMET_QUESTIONS, labelled_pairs,
     NO_NEW, NO_SEEN, Q_NEW, Q_SEEN, rerank as rerank_fn, retrieve_then_rerank,
     RULES_HELD_OUT, RULES_TRAIN, shortlist, test_triples as make_triples, binary_cross_entropy,
     train_cross_encoder, YES_NEW, YES_SEEN,
