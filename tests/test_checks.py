@@ -3,8 +3,10 @@ the lessons and the tool meet, `arguments` and `require`, and the careful `unit_
 
 from __future__ import annotations
 
+import ast
 import math
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -339,3 +341,35 @@ def test_a_learning_rate_that_overflows_the_step_is_named():
     (w * 1e30).sum().backward()
     with pytest.raises(ValueError, match=r"lr=1e\+300 is too large for the float32 tower: the step overflows"):
         optimizer_step(opt, 1e300, "the float32 tower")
+
+
+# ---- the ground floor: who imports whom ----------------------------------------------------
+
+LABS = Path(__file__).resolve().parents[1] / "labs"
+#: What each wing may import from labs (every import counts: at the top, in a function, under
+#: TYPE_CHECKING): the lessons and the tool stand on labs.checks and not on each other; the
+#: classroom stands on all three; labs.checks on nothing of labs. The package root (``import labs``,
+#: for ``labs.__version__``) holds no code and is open to all.
+ALLOWED = {"lessons": ("labs.checks", "labs.lessons"), "retrieval": ("labs.checks", "labs.retrieval"),
+           "classroom": ("labs.checks", "labs.lessons", "labs.retrieval", "labs.classroom"), "checks": ()}
+
+
+def _labs_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "labs":
+            found |= {node.module} if node.module != "labs" else {f"labs.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "labs"}
+    return found
+
+
+@pytest.mark.parametrize("wing", sorted(ALLOWED))
+def test_lessons_and_the_tool_import_labs_checks_and_nothing_of_each_other(wing):
+    paths = [LABS / "checks.py"] if wing == "checks" else sorted((LABS / wing).rglob("*.py"))
+    assert paths
+    for path in paths:
+        for module in _labs_imports(path):
+            assert module == "labs" or module.startswith(ALLOWED[wing]), (
+                f"{path.relative_to(LABS.parent)} imports {module}: the {wing} wing imports only "
+                f"{', '.join(ALLOWED[wing]) or 'nothing of labs'}")
