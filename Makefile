@@ -22,8 +22,8 @@ TIMES  := .cache/timings
 # this pass (lesson 7: 82 s against 37 s); try it with make nbval-alt ALT_CPU="...".
 ALT_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
            MKL_ENABLE_INSTRUCTIONS=AVX2 OPENBLAS_CORETYPE=Prescott
-NBVAL   := -m pytest -q -p tests.notebooks.nbval_timing --nbval --nbval-current-env \
-           --nbval-sanitize-with tests/notebooks/nbval_sanitize.cfg
+NBVAL   := -m pytest -q -p tools.nbval_timing --nbval --nbval-current-env \
+           --nbval-sanitize-with tools/nbval_sanitize.cfg
 LAB_PORT ?= 8888
 # The book checks (tests/book): without the rest of tests/ (its fixtures load models) or pytest's
 # installed plugins (nbval's import alone takes 2 s).
@@ -58,12 +58,12 @@ help:
 	@echo "              (PAGES=\"notebooks/03_infonce.html ...\" checks only those pages)"
 	@echo "make outputs  re-execute every notebook in place (saves widget state)"
 	@echo "make spread   measure how far each cell's printed numbers move under other CPU settings (niced, long:"
-	@echo "              minutes per notebook and setting) into tests/notebooks/spread.json;"
+	@echo "              minutes per notebook and setting) into tools/spread.json;"
 	@echo "              SPREAD_ARGS=\"--notebook 03 --settings here,nbval-alt\" for a part, \"--no-run --declare\""
 	@echo "              to write the tolerances into the notebooks (tests/README.md, \"Writing a stable output\")"
 	@echo "make gpu-check  GPU only: the GPU path end to end, report in book/gpu-check.txt (exit 2 without CUDA)"
 	@echo "make colab-twin  every notebook on a twin of Colab's runtime (Python 3.13, ipywidgets 7, Colab's versions in"
-	@echo "              tests/colab/runtime.txt), installed by its first cell, every slider moved through the kernel"
+	@echo "              tools/colab/runtime.txt), installed by its first cell, every slider moved through the kernel"
 
 # ---- set-up --------------------------------------------------------------
 python:
@@ -137,7 +137,7 @@ serve:
 	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html
 
 outputs: setup
-	$(PY) -m tests.notebooks.execute notebooks/*.ipynb
+	$(PY) -m tools.execute notebooks/*.ipynb
 
 # ---- checks --------------------------------------------------------------
 unit: setup
@@ -159,7 +159,7 @@ nbval-alt: setup
 # (--declare writes tolerances into their cell metadata). Not part of make test: minutes per notebook
 # and setting. make spread SPREAD_ARGS="--notebook 03 --settings here,nbval-alt" measures a part.
 spread: setup
-	$(PY) -m tests.notebooks.spread $(SPREAD_ARGS)
+	$(PY) -m tools.spread $(SPREAD_ARGS)
 
 lab: setup
 	@echo "JupyterLab on http://127.0.0.1:$(LAB_PORT)/lab, notebooks/ with the kernel 'Python 3 (course)' (Ctrl-C stops)"
@@ -175,16 +175,16 @@ lab-check: setup chromium
 gpu-check: setup
 	$(PY) benchmarks/gpu_check.py
 
-# Colab's runtime rebuilt from the package registries (tests/colab/twin.py): its versions in
-# .cache/colab-twin (kept until tests/colab/runtime.txt changes), the course installed the way each
+# Colab's runtime rebuilt from the package registries (tools/colab/twin.py): its versions in
+# .cache/colab-twin (kept until tools/colab/runtime.txt changes), the course installed the way each
 # notebook's first cell installs it (from this checkout: COURSE_SOURCE), every notebook top to bottom,
 # its outputs compared with the stored ones as nbval compares them (declared tolerances), every slider
 # moved through the kernel and compared with what its code computes, and torchrun's two-process
-# training compared with one process (tests/retrieval/ddp_probe.py). Prints the versions and each
+# training compared with one process (tools/ddp_probe.py). Prints the versions and each
 # notebook's time. Not in make test (minutes: see the README); .ci/run runs it after make test.
 # TWIN_ARGS="--notebooks 04 --no-rehearsal" for a part.
 colab-twin: setup
-	nice $(PY) -m tests.colab.twin $(TWIN_ARGS)
+	nice $(PY) -m tools.colab.twin $(TWIN_ARGS)
 
 # The browser check (tests/book/test_browser.py) with screenshots; PAGES="notebooks/03_infonce.html ..."
 # checks only those pages. Every problem, by rule, also goes to _build/browser-check.txt.
@@ -205,11 +205,11 @@ test:
 	$(MAKE) --no-print-directory -j2 setup vendor && \
 	$(MAKE) --no-print-directory -j5 -k --output-sync=target unit nbval nbval-alt checked-book lab-check; rc=$$?; \
 	echo "{\"make_test_s\": $$(( $$(date +%s) - start ))}" > $(TIMES)/total.json; \
-	$(PY) tests/report.py $(TIMES) || true; \
+	$(PY) tools/report.py $(TIMES) || true; \
 	exit $$rc
 
 report:
-	$(PY) tests/report.py $(TIMES)
+	$(PY) tools/report.py $(TIMES)
 
 lock: setup
 	$(PY) -m pip freeze --exclude-editable | sed 's/+cpu//' > .cache/freeze.txt

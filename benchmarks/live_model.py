@@ -1,7 +1,7 @@
 """Benchmark: the book's in-page model (the live demos) against the Python model, in one run.
 
 Serves the built book on 127.0.0.1 (every other request refused), opens the page with one demo of
-each kind (tests/book/live_page.py) in headless Chromium, and measures:
+each kind (tools/book/live_page.py) in headless Chromium, and measures:
 
 - the first load in a fresh browser (cold: the network, an empty cache) and a second one after a
   reload (warm: this browser's Cache Storage), each as the page times it, from the reader's first
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests/ and tools/ are not installed packages
 
-from tests.book import browser, live_page  # noqa: E402
+from tools.book import browser, live_page  # noqa: E402
 
 LOAD = """async needs => {
     const m = await import(window.labsLive.root + 'live/model.mjs?v=' + window.labsLiveStored.version);

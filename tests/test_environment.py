@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.pins import canonical, constraints
+from tools.pins import canonical, constraints
 
 ROOT = Path(__file__).resolve().parents[1]
 CONDA_TO_PIP = {"pytorch": "torch"}

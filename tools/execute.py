@@ -5,7 +5,7 @@ file is replaced only when every cell ran, so a failing notebook keeps the
 outputs it had. Widget state is stored in the notebook's metadata, so the
 HTML book can show the sliders without a kernel.
 
-Usage: python -m tests.notebooks.execute notebooks/*.ipynb
+Usage: python -m tools.execute notebooks/*.ipynb
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from before anything is written: the fp32 export within FP32_TOLERANCE, the 8-bi
 INT8_TOLERANCE (largest difference of normalized vectors on CHECK_TEXTS).
 
 The fine-tuned model is trained by ``labs.retrieval.training.train`` with lesson 7's CPU settings
-(LESSON7_SETTINGS; tests/book/test_live_rules.py holds them to the notebook's training cell) on
+(LESSON7_SETTINGS; tests/tools/test_live_model.py holds them to the notebook's training cell) on
 the help-desk fixture, seed 0, deterministic kernels.
 
 Incremental: each of the two models has a stamp (the versions of every package involved, the

@@ -1,4 +1,4 @@
-"""A pytest plugin (``-p tests.notebooks.nbval_timing``): time each notebook under nbval.
+"""A pytest plugin (``-p tools.nbval_timing``): time each notebook under nbval.
 
 Writes ``.cache/timings/<key>.json`` ({"<key>": {notebook name: seconds}}) for the
 performance summary that `make test` prints; the key is ``notebooks``, or the value of

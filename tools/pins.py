@@ -1,5 +1,5 @@
 """The project's exact pins, read once for the tests that compare against them (test_environment.py,
-tests/colab): canonical package names and constraints.txt."""
+tools/colab): canonical package names and constraints.txt."""
 
 from __future__ import annotations
 

@@ -5,11 +5,11 @@ Reads every *.json in the timings folder (default .cache/timings):
   book.json          {"book_build_s": s}                     (Makefile, `make book`)
   live.json          {"live_build_s": s}                     (Makefile, `make live`)
   unit.json          {"unit_s": s}                           (the unit tests)
-  notebooks.json     {"notebooks": {name: s}}                (tests/notebooks/nbval_timing.py, nbval)
+  notebooks.json     {"notebooks": {name: s}}                (tools/nbval_timing.py, nbval)
   notebooks_alt.json {"notebooks_alt": {name: s}}            (the second nbval pass, other settings)
   page_weights.json  {"page_weights": {"pages": {page: bytes}, "total_bytes": n, ...}}  (tests/book/test_browser.py)
   browser_check.json {"browser_check_s": s}                  (tests/book/test_browser.py, the whole book)
-  lab_check.json     {"lab_check_s": s}                      (tests/book/lab.py)
+  lab_check.json     {"lab_check_s": s}                      (tools/book/lab.py)
 A value not written by this run prints as "not measured".
 """
 
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 BUDGETS = {"make_test_s": 600, "book_build_s": 120, "notebook_s": 90}
-PAGE_LIMIT, BOOK_LIMIT, LIVE_LIMIT = 3_000_000, 80_000_000, 70_000_000  # bytes, as tests/book/browser.py enforces
+PAGE_LIMIT, BOOK_LIMIT, LIVE_LIMIT = 3_000_000, 80_000_000, 70_000_000  # bytes, as tools/book/browser.py enforces
 
 
 def load(folder: Path) -> dict:

@@ -54,7 +54,7 @@ After (a slider of 25 taus times a dropdown of 4 gaps: 100 stored outputs)::
   and tests/notebooks/test_rules.py fails for the cell). The readout (`fmt`) is what
   a screen reader announces as the slider's value: keep it meaningful ("0.050", not "5").
 
-The browser check (``tests/book/``) reads the stored positions back out of the page's widget
+The browser check (``tools/book/widget_state.py``) reads the stored positions back out of the page's widget
 state and moves every slider to prove each one.
 
 Three kernels, three behaviours (tests/classroom/test_sliders.py and ``make colab-twin``):
@@ -391,7 +391,7 @@ def live_slider(
     box = widgets.VBox([*controls, shown])
     box.add_class(BOX_CLASS)
     box._live_links = links  # keep the link widgets referenced with the box
-    box._live_compute = compute  # fn afresh at a position (i, j): tests/colab/frontend.py compares with it
+    box._live_compute = compute  # fn afresh at a position (i, j): tools/colab/frontend.py compares with it
 
     def refresh(_change=None) -> None:
         """In a live kernel: compute a live-only position when the reader moves to it."""
@@ -448,5 +448,5 @@ def _python_driven(slider_pairs, choice_pairs, start, choice_start, description,
         choice.observe(redraw, "index")
     box = widgets.VBox([*controls, shown])
     box.add_class(BOX_CLASS)
-    box._live_compute = compute  # fn afresh at a position (i, j): tests/colab/frontend.py compares with it
+    box._live_compute = compute  # fn afresh at a position (i, j): tools/colab/frontend.py compares with it
     return box

@@ -1,4 +1,4 @@
-"""The built book in headless Chromium, page by page, at 1280 and 390 px (tests/book/browser.py says
+"""The built book in headless Chromium, page by page, at 1280 and 390 px (tools/book/browser.py says
 what is checked). One test per page: it fails with every problem on that page, each with its rule,
 width, element and size. All problems also go to one file, by rule (--findings).
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.book import browser
+from tools.book import browser
 from tests.book.conftest import FINDINGS
 
 

@@ -1,4 +1,4 @@
-"""A lesson's slider works in JupyterLab, where readers run the notebooks (tests/book/lab.py says how).
+"""A lesson's slider works in JupyterLab, where readers run the notebooks (tools/book/lab.py says how).
 
     pytest tests/book/test_lab.py [--lab-notebook notebooks/NN_temperature.ipynb]
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.book import lab
+from tools.book import lab
 
 
 def test_a_slider_moved_in_jupyterlab_shows_what_the_code_computes(request):

@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 import numpy as np
 import pytest
 
-from tests.book import browser, live_page
+from tools.book import browser, live_page
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVE_WORK = ROOT / "_live" / "work"  # tools/live_model.py's fp32 exports and fine-tuned folder

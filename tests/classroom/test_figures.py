@@ -107,7 +107,7 @@ ax.semilogx([0.01, 1], [0, 1], label="x")
 ax.legend()
 data, meta = shell.display_formatter.format(fig)
 png = base64.b64decode(data["image/png"])
-from tests.book.browser import png_text, figure_width_pt
+from tools.book.browser import png_text, figure_width_pt
 print(json.dumps({"text": png_text(png), "width_pt": figure_width_pt(png), "meta": meta.get("image/png"),
                   "colour": plt.rcParams["axes.prop_cycle"].by_key()["color"][1],
                   "size": plt.rcParams["legend.fontsize"]}))

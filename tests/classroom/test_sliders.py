@@ -3,7 +3,7 @@
 Three kernels, three behaviours: ipywidgets 8 (stored positions linked in the browser, the unit
 tests below, run outside a kernel with a widget frontend assumed), ipywidgets 7 as Colab has it
 (the kernel redraws one Output: a real kernel with `Stack` taken away, every position moved through
-the kernel by tests/colab/frontend.py; `make colab-twin` does the same with the real ipywidgets
+the kernel by tools/colab/frontend.py; `make colab-twin` does the same with the real ipywidgets
 7.7.1), and no widget frontend at all (a script: one line and the start position).
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import importlib.util
 import io
 import json
 import os
@@ -28,8 +27,8 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from tests.book import browser as browser_rules
-from tests.book.widget_state import live_sliders, notebook_live_sliders, stored_figure
+from tools.book import browser as browser_rules
+from tools.book.widget_state import live_sliders, notebook_live_sliders, stored_figure
 from labs.classroom import sliders
 from labs.classroom.sliders import capture, LIVE_ONLY, live_slider, MAX_STORED, NEEDS_A_NOTEBOOK
 
@@ -267,14 +266,13 @@ def test_bad_input_gets_a_clear_error():
 
 
 def load_executor():
-    spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "tests" / "notebooks" / "execute.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from tools import execute
+
+    return execute
 
 
 def test_make_outputs_stores_every_position_in_the_notebook(tmp_path):
-    """`make outputs` (tests/notebooks/execute.py) keeps the widget state the book embeds."""
+    """`make outputs` (tools/execute.py) keeps the widget state the book embeds."""
     cell = (
         "import matplotlib.pyplot as plt\n"
         "from labs.classroom.sliders import live_slider\n"
@@ -382,7 +380,7 @@ def run_in_kernel(env: dict, walk: bool = True):
     import nbformat
     from nbclient import NotebookClient
 
-    from tests.colab import frontend
+    from tools.colab import frontend
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in KERNEL_CELLS])
     saved = {k: os.environ.get(k) for k in env}

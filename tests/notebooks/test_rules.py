@@ -200,7 +200,7 @@ def test_the_float_digest_rule_can_fail():
 
 
 def test_nbval_sanitizer_covers_addresses():
-    cfg = (ROOT / "tests" / "notebooks" / "nbval_sanitize.cfg").read_text()
+    cfg = (ROOT / "tools" / "nbval_sanitize.cfg").read_text()
     assert "0x[0-9a-fA-F]+" in cfg
 
 
@@ -300,7 +300,7 @@ def test_exercise_cells_read_on_a_phone_and_hide_their_checks_output(path):
 
 
 def _stored_figure(out: dict):
-    from tests.book.widget_state import stored_figure
+    from tools.book.widget_state import stored_figure
 
     return stored_figure(out)
 
@@ -308,7 +308,7 @@ def _stored_figure(out: dict):
 def slider_problems(nb: dict, name: str) -> list[str]:
     """Each live_slider cell is tagged nbval-ignore-output, and a slider that draws passes `alt=`:
     every figure it stores has alt text, and the text changes with the picture."""
-    from tests.book.widget_state import live_sliders
+    from tools.book.widget_state import live_sliders
 
     state = nb.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
     specs = {s.model_id: s for s in live_sliders(state)}
@@ -387,8 +387,8 @@ def stored_figure_text(nb: dict) -> list[tuple[int | str, float | None]]:
     records them) and its sliders' figures (SVG text by text, PNG as recorded). None: not recorded."""
     import base64
 
-    from tests.book.browser import smallest_text_pt
-    from tests.book.widget_state import live_sliders
+    from tools.book.browser import smallest_text_pt
+    from tools.book.widget_state import live_sliders
 
     found: list[tuple[int | str, float | None]] = []
     for i, cell in enumerate(nb["cells"]):

@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.retrieval.clitools import one_line, run
+from tests.retrieval.conftest import cli, one_line
 
 
 def test_missing_or_undecodable_data_is_one_line(capsys, tmp_path, data_dir):
-    code, _, err = run(capsys, "baseline", "--data", str(tmp_path / "nowhere"))
+    code, _, err = cli(capsys, "baseline", "--data", str(tmp_path / "nowhere"))
     assert code == 2 and "nowhere" in one_line(err)
     bad = tmp_path / "bad"
     bad.mkdir()
     for name in ("corpus.jsonl", "queries.jsonl", "train_pairs.jsonl"):
         (bad / name).write_bytes((data_dir / name).read_bytes())
     (bad / "queries.jsonl").write_bytes(b'{"query_id": "\xff"}\n' + (data_dir / "queries.jsonl").read_bytes())
-    code, _, err = run(capsys, "baseline", "--data", str(bad))
+    code, _, err = cli(capsys, "baseline", "--data", str(bad))
     assert code == 2 and "queries.jsonl" in one_line(err)
 
 
@@ -31,7 +31,7 @@ def test_make_data_from_docs_builds_a_data_set_the_other_commands_accept(capsys,
     from labs.retrieval.data import load_dataset
 
     out = tmp_path / "docs"
-    code, stdout, _ = run(capsys, "make-data", "--from-docs", "--out", str(out), "--max-per-library", "6",
+    code, stdout, _ = cli(capsys, "make-data", "--from-docs", "--out", str(out), "--max-per-library", "6",
                           "--splits", "numpy=train,scipy=val,torch=test")
     assert code == 0 and '"val": {"scipy": ' in stdout and "versions:" in stdout
     data = load_dataset(out)
@@ -47,7 +47,7 @@ def test_make_data_from_docs_builds_a_data_set_the_other_commands_accept(capsys,
     (["--splits", "numpy=train"], "only apply with --from-docs"),
 ])
 def test_make_data_from_docs_bad_input_is_one_line(capsys, tmp_path, argv, message):
-    code, _, err = run(capsys, "make-data", "--out", str(tmp_path / "d"), *argv)
+    code, _, err = cli(capsys, "make-data", "--out", str(tmp_path / "d"), *argv)
     assert code == 2 and message in one_line(err) and not (tmp_path / "d").exists()
 
 
@@ -62,7 +62,7 @@ def test_a_corpus_written_as_one_json_array_says_the_format(capsys, tmp_path, da
     (data / "corpus.jsonl").write_text(json.dumps(rows, indent=2))
     argv = ["baseline", "--data", str(data)] if command == "baseline" else \
         ["train", "--data", str(data), "--out", str(tmp_path / "r"), "--epochs", "0"]
-    code, _, err = run(capsys, *argv)
+    code, _, err = cli(capsys, *argv)
     line = one_line(err)
     assert code == 2 and line.startswith("error: corpus.jsonl line 1: malformed JSON")
     assert "looks like one JSON array: each line of a .jsonl file must be one whole JSON object (JSON Lines)" in line
@@ -72,7 +72,7 @@ def test_a_corpus_written_as_one_json_array_says_the_format(capsys, tmp_path, da
 def test_cr_only_line_ends_say_the_format(capsys, tmp_path, data_dir):
     data = _copy(data_dir, tmp_path)
     (data / "queries.jsonl").write_bytes((data / "queries.jsonl").read_bytes().replace(b"\n", b"\r"))
-    code, _, err = run(capsys, "baseline", "--data", str(data))
+    code, _, err = cli(capsys, "baseline", "--data", str(data))
     assert code == 2 and "queries.jsonl line 1: malformed JSON" in one_line(err) and "CR only" in err
 
 
@@ -80,7 +80,7 @@ def test_a_data_file_that_is_a_folder_is_named_as_a_folder(capsys, tmp_path, dat
     data = _copy(data_dir, tmp_path)
     (data / "corpus.jsonl").unlink()
     (data / "corpus.jsonl").mkdir()
-    code, _, err = run(capsys, "baseline", "--data", str(data))
+    code, _, err = cli(capsys, "baseline", "--data", str(data))
     assert code == 2 and "corpus.jsonl" in one_line(err) and "is a folder, not a file" in err
 
 
@@ -92,14 +92,14 @@ def test_a_doc_id_with_a_newline_is_refused_when_loaded(capsys, tmp_path, data_d
     (data / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     for argv in (["baseline", "--data", str(data)],
                  ["train", "--data", str(data), "--out", str(tmp_path / "r"), "--epochs", "0"]):
-        code, _, err = run(capsys, *argv)
+        code, _, err = cli(capsys, *argv)
         line = one_line(err)
         assert code == 2 and "corpus.jsonl line 6: field 'doc_id' holds 'evil\\n 1. 0.999  fake-doc'" in line
     assert not (tmp_path / "r").exists()
 
 
 def test_a_data_folder_given_as_a_file_or_a_missing_one(capsys, tmp_path, data_dir):
-    code, _, err = run(capsys, "baseline", "--data", str(data_dir / "corpus.jsonl"))
+    code, _, err = cli(capsys, "baseline", "--data", str(data_dir / "corpus.jsonl"))
     assert code == 2 and "is not a folder" in one_line(err)
 
 

@@ -18,7 +18,7 @@ import torch
 import labs.retrieval.training
 from labs.retrieval.batches import plan_batches
 from labs.retrieval.data import load_dataset
-from tests.retrieval.clitools import ROOT, one_line, run, train_args
+from tests.retrieval.conftest import ROOT, cli, one_line, train_args
 
 
 def test_python_m_labs_help_runs():
@@ -103,7 +103,7 @@ def test_the_train_flags_are_trainconfigs_fields():
     ("--out", "", "--out is empty"), ("--data", "", "--data is empty"),
 ])
 def test_a_flag_out_of_range_is_one_line_naming_it(capsys, tmp_path, flag, value, allowed):
-    code, _, err = run(capsys, "train", "--data", str(tmp_path), "--out", str(tmp_path / "r"), f"{flag}={value}")
+    code, _, err = cli(capsys, "train", "--data", str(tmp_path), "--out", str(tmp_path / "r"), f"{flag}={value}")
     line = one_line(err)
     assert code == 2 and flag in line and allowed in line
 
@@ -111,18 +111,18 @@ def test_a_flag_out_of_range_is_one_line_naming_it(capsys, tmp_path, flag, value
 def test_usage_errors_are_one_line(capsys, tmp_path):
     for argv in (["no-such-command"], ["search", str(tmp_path), "q", "--k", "0"], ["train", "--data", "x"],
                  ["evaluate", str(tmp_path), "--data", str(tmp_path), "--batch-size", "0"]):
-        code, _, err = run(capsys, *argv)
+        code, _, err = cli(capsys, *argv)
         assert code == 2 and one_line(err)
 
 
 @pytest.mark.parametrize("command", ["make-data", "baseline", "train", "search", "evaluate"])
 def test_help_lists_the_debug_flag(capsys, command):
-    code, out, _ = run(capsys, command, "--help")
+    code, out, _ = cli(capsys, command, "--help")
     assert code == 0 and "--debug" in out
 
 
 def test_train_help_documents_the_gpu_flags(capsys):
-    code, out, _ = run(capsys, "train", "--help")
+    code, out, _ = cli(capsys, "train", "--help")
     for flag in ("--gradient-checkpointing", "--attn", "--precision", "--loss", "--mini-batch-size", "--max-steps"):
         assert flag in out
 
@@ -138,7 +138,7 @@ def test_a_model_folder_without_weights_is_refused(capsys, tmp_path, data_dir, t
     saved = Path(shutil.copytree(tiny_bert, tmp_path / "saved"))  # a sentence-transformers folder
     (saved / "model.safetensors").unlink()
     for model in (raw, saved):
-        code, _, err = run(capsys, *train_args(data_dir, tmp_path / "r", model))
+        code, _, err = cli(capsys, *train_args(data_dir, tmp_path / "r", model))
         assert code == 2 and "has no weights" in one_line(err) and str(model) in err
         assert not (tmp_path / "r").exists()
 
@@ -148,13 +148,13 @@ def test_a_damaged_model_folder_is_bad_input(capsys, tmp_path, data_dir, tiny_be
 
     damaged = Path(shutil.copytree(tiny_bert, tmp_path / "damaged"))
     (damaged / "model.safetensors").write_bytes(b"not a safetensors file")
-    code, _, err = run(capsys, *train_args(data_dir, tmp_path / "r", damaged))
+    code, _, err = cli(capsys, *train_args(data_dir, tmp_path / "r", damaged))
     assert code == 2 and "cannot be loaded" in one_line(err)
     assert list(tmp_path.iterdir()) == [damaged]  # no run folder, no leftovers
 
 
 def test_max_length_above_the_model_limit(capsys, tmp_path, data_dir, tiny_bert):
-    code, _, err = run(capsys, *train_args(data_dir, tmp_path / "r", tiny_bert, "--max-length", "600"))
+    code, _, err = cli(capsys, *train_args(data_dir, tmp_path / "r", tiny_bert, "--max-length", "600"))
     assert code == 2 and "--max-length 600 is above the model's limit of 128" in one_line(err)
 
 
@@ -163,7 +163,7 @@ def test_flash_attention_is_refused_where_it_is_not_installed(capsys, tmp_path, 
 
     if is_flash_attn_2_available():
         pytest.skip("flash-attn is installed here")
-    code, _, err = run(capsys, *train_args(data_dir, tmp_path / "r", tiny_bert, "--attn", "flash_attention_2"))
+    code, _, err = cli(capsys, *train_args(data_dir, tmp_path / "r", tiny_bert, "--attn", "flash_attention_2"))
     assert code == 2 and "flash" in one_line(err)
 
 
@@ -172,7 +172,7 @@ def test_cuda_is_refused_on_a_cpu_build_by_every_command(capsys, tmp_path, data_
     for argv in (["train", "--data", str(data_dir), "--out", str(tmp_path / "r"), "--device", "cuda"],
                  ["search", str(tmp_path), "q", "--device", "cuda"],
                  ["evaluate", str(tmp_path), "--data", str(data_dir), "--device", "cuda"]):
-        code, _, err = run(capsys, *argv)
+        code, _, err = cli(capsys, *argv)
         assert code == 2 and "no CUDA GPU" in one_line(err)
 
 
@@ -184,12 +184,12 @@ def test_a_failed_run_exits_1_in_one_line_and_debug_shows_the_traceback(capsys, 
 
     monkeypatch.setattr(labs.retrieval.training, "train", boom)
     argv = ["train", "--data", str(tmp_path), "--out", str(tmp_path / "r")]
-    code, _, err = run(capsys, *argv)
+    code, _, err = cli(capsys, *argv)
     assert code == 1 and "RuntimeError: disk on fire second line" in one_line(err)
-    code, _, err = run(capsys, *argv, "--debug")
+    code, _, err = cli(capsys, *argv, "--debug")
     assert code == 1 and "Traceback" in err and "disk on fire" in err
     monkeypatch.setenv("LABS_DEBUG", "1")
-    code, _, err = run(capsys, *argv)
+    code, _, err = cli(capsys, *argv)
     assert code == 1 and "Traceback" in err
 
 
@@ -199,7 +199,7 @@ def test_max_steps_is_a_cap_and_the_report_records_what_ran(capsys, tmp_path, da
     """A billion epochs capped at one step plans one step (no epoch is built beyond it); a batch of
     1000 on 36 distinct positives records the 36 that ran."""
     out = tmp_path / "r"
-    code, stdout, err = run(capsys, "train", "--data", str(data_dir), "--out", str(out), "--model", str(tiny_bert),
+    code, stdout, err = cli(capsys, "train", "--data", str(data_dir), "--out", str(out), "--model", str(tiny_bert),
                             "--epochs", "1000000000", "--max-steps", "1", "--batch-size", "1000")
     assert code == 0, err
     report = json.loads((out / "metrics.json").read_text())
@@ -219,7 +219,7 @@ def test_max_steps_never_repeats_an_epoch(data_dir, epochs, max_steps, steps, en
 
 def test_an_instruction_that_leaves_no_room_for_the_question_is_refused(capsys, tmp_path, data_dir, tiny_bert):
     out = tmp_path / "r"
-    code, _, err = run(capsys, *train_args(data_dir, out, tiny_bert, "--max-length", "16",
+    code, _, err = cli(capsys, *train_args(data_dir, out, tiny_bert, "--max-length", "16",
                                            "--instruction", "Given a support question, retrieve the article " * 20))
     line = one_line(err)  # not even the tokenizer's own warning about a text longer than the model's limit
     assert code == 2 and "--instruction takes" in line and "of the --max-length 16 tokens, leaving 0" in line
@@ -228,7 +228,7 @@ def test_an_instruction_that_leaves_no_room_for_the_question_is_refused(capsys, 
 
 def test_a_max_length_without_room_for_the_question_does_not_blame_an_instruction(capsys, tmp_path, data_dir,
                                                                                   tiny_bert):
-    code, _, err = run(capsys, *train_args(data_dir, tmp_path / "r", tiny_bert, "--max-length", "8"))
+    code, _, err = cli(capsys, *train_args(data_dir, tmp_path / "r", tiny_bert, "--max-length", "8"))
     line = one_line(err)
     assert code == 2 and "--instruction" not in line
     assert "the model's own special tokens take 2 of the --max-length 8 tokens, leaving 6" in line
@@ -240,14 +240,14 @@ def test_a_loss_that_is_not_finite_stops_the_run_at_that_step(capsys, tmp_path, 
 
     original = MultipleNegativesRankingLoss.forward
     monkeypatch.setattr(MultipleNegativesRankingLoss, "forward", lambda self, *a, **k: original(self, *a, **k) * 1e309)
-    code, stdout, err = run(capsys, *train_args(data_dir, tmp_path / "r", tiny_bert))
+    code, stdout, err = cli(capsys, *train_args(data_dir, tmp_path / "r", tiny_bert))
     assert code == 1 and "the training loss is inf at step 1" in one_line(err) and stdout == ""
     assert list(tmp_path.iterdir()) == []
 
 
 def test_the_seed_is_refused_before_the_model_is_loaded(capsys, tmp_path, data_dir, tiny_bert, monkeypatch):
     monkeypatch.setattr(labs.retrieval.training, "load_encoder", lambda *_: pytest.fail("the model was loaded"))
-    code, _, err = run(capsys, *train_args(data_dir, tmp_path / "r", tiny_bert, "--seed", "4294967296"))
+    code, _, err = cli(capsys, *train_args(data_dir, tmp_path / "r", tiny_bert, "--seed", "4294967296"))
     assert code == 2 and "--seed must be an integer from 0 to 4294967295" in one_line(err)
 
 
@@ -260,7 +260,7 @@ def test_the_seed_is_refused_before_the_model_is_loaded(capsys, tmp_path, data_d
 def test_a_broken_modules_json_is_named(capsys, tmp_path, data_dir, tiny_bert, content, message):
     model = Path(shutil.copytree(tiny_bert, tmp_path / "model"))
     (model / "modules.json").write_text(content)
-    code, _, err = run(capsys, *train_args(data_dir, tmp_path / "r", model))
+    code, _, err = cli(capsys, *train_args(data_dir, tmp_path / "r", model))
     line = one_line(err)
     assert code == 2 and "modules.json" in line and str(model) in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
@@ -274,13 +274,13 @@ def test_an_argument_with_bytes_that_are_not_utf8_is_one_line(capsys, tmp_path, 
         argv[argv.index(flag) + 1] += "\udcff"
     else:
         argv += [flag, "Find the article \udcff"]
-    code, _, err = run(capsys, *argv)
+    code, _, err = cli(capsys, *argv)
     line = one_line(err)
     assert code == 2 and flag in line and "not UTF-8" in line and "\\udcff" in line
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_usage_error_prints_user_text_escaped(capsys, tmp_path):
-    code, _, err = run(capsys, "baseline", "--data", str(tmp_path), "x\nerror: forged second line\x1b[2J")
+    code, _, err = cli(capsys, "baseline", "--data", str(tmp_path), "x\nerror: forged second line\x1b[2J")
     line = one_line(err)
     assert code == 2 and "unrecognized arguments: x\\nerror: forged second line\\x1b[2J" in line

@@ -22,8 +22,8 @@ import pytest
 import labs.retrieval.training
 from labs.retrieval import files, progress
 from labs.retrieval.contract import verify_contract
-from tests.retrieval.clitools import (
-    ROOT, STAGES, environment, finish, left_in, messages, one_line, run, start, train_args, wait_for,
+from tests.retrieval.conftest import (
+    ROOT, STAGES, cli, environment, finish, left_in, messages, one_line, start, train_args, wait_for,
 )
 
 
@@ -50,7 +50,7 @@ def test_bad_out_is_refused_before_any_work(capsys, tmp_path, data_dir, tiny_ber
     out = _bad_out(tmp_path, kind)
     monkeypatch.setattr(labs.retrieval.training, "load_dataset", lambda *_: pytest.fail("data read before --out was checked"))
     for argv in (["make-data", "--out", str(out)], train_args(data_dir, out, tiny_bert)):
-        code, _, err = run(capsys, *argv)
+        code, _, err = cli(capsys, *argv)
         assert code == 2 and message in one_line(err) and "--out" in err
 
 
@@ -60,15 +60,15 @@ def test_a_read_only_parent_is_refused(capsys, tmp_path, data_dir, tiny_bert, mo
     locked.mkdir()
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != locked and real(p, mode))
-    code, _, err = run(capsys, *train_args(data_dir, locked / "run", tiny_bert))
+    code, _, err = cli(capsys, *train_args(data_dir, locked / "run", tiny_bert))
     assert code == 2 and "is not writable" in one_line(err)
 
 
 def test_baseline_out_is_checked_first_and_may_be_in_a_new_folder(capsys, tmp_path, data_dir):
     (tmp_path / "taken.json").write_text("{}")
-    code, out, err = run(capsys, "baseline", "--data", str(data_dir), "--out", str(tmp_path / "taken.json"))
+    code, out, err = cli(capsys, "baseline", "--data", str(data_dir), "--out", str(tmp_path / "taken.json"))
     assert code == 2 and "exists" in one_line(err) and out == ""  # nothing computed, nothing printed
-    code, out, _ = run(capsys, "baseline", "--data", str(data_dir), "--out", str(tmp_path / "new" / "dir" / "m.json"))
+    code, out, _ = cli(capsys, "baseline", "--data", str(data_dir), "--out", str(tmp_path / "new" / "dir" / "m.json"))
     assert code == 0 and "bm25" in out
     assert json.loads((tmp_path / "new" / "dir" / "m.json").read_text())["split"] == "val"
 
@@ -78,7 +78,7 @@ def test_baseline_out_is_checked_first_and_may_be_in_a_new_folder(capsys, tmp_pa
 def test_a_second_train_on_the_same_out_fails_at_once(capsys, tmp_path, data_dir, tiny_bert, monkeypatch):
     monkeypatch.setattr(labs.retrieval.training, "load_dataset", lambda *_: pytest.fail("the second run read the data"))
     with files.build_atomically(tmp_path / "run"):  # the first run, still writing
-        code, _, err = run(capsys, *train_args(data_dir, tmp_path / "run", tiny_bert))
+        code, _, err = cli(capsys, *train_args(data_dir, tmp_path / "run", tiny_bert))
         assert code == 2 and "another process" in one_line(err)
 
 
@@ -117,13 +117,13 @@ def test_an_interrupted_train_leaves_nothing_and_out_stays_usable(capsys, tmp_pa
         _fail_at(monkeypatch, where, KeyboardInterrupt())
     else:
         _signal_at(monkeypatch, where, signum)
-    code, _, err = run(capsys, *train_args(data_dir, out, tiny_bert))
+    code, _, err = cli(capsys, *train_args(data_dir, out, tiny_bert))
     name = signal.Signals(signum or signal.SIGINT).name
     assert code == 128 + (signum or signal.SIGINT)
     assert one_line(err) == f"interrupted by {name}; nothing was written to {out}"
     assert left_in(tmp_path) == [str(scratch)] and left_in(scratch) == [] and files.leftovers() == frozenset()
     for argv in (["search", str(out), "cancel"], ["evaluate", str(out), "--data", str(data_dir)]):
-        code, _, err = run(capsys, *argv)
+        code, _, err = cli(capsys, *argv)
         assert code == 2 and one_line(err)
 
 
@@ -140,7 +140,7 @@ def test_a_signal_after_the_output_is_in_place_changes_nothing(capsys, tmp_path,
         return folder
 
     monkeypatch.setattr(data, "write_dataset", then_a_signal)
-    code, out, err = run(capsys, "make-data", "--out", str(tmp_path / "d"))
+    code, out, err = cli(capsys, "make-data", "--out", str(tmp_path / "d"))
     assert code == 0 and err == "" and "wrote corpus.jsonl" in out
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["corpus.jsonl", "queries.jsonl", "train_pairs.jsonl"]
     write_json = files.write_json
@@ -151,7 +151,7 @@ def test_a_signal_after_the_output_is_in_place_changes_nothing(capsys, tmp_path,
         return digest
 
     monkeypatch.setattr(files, "write_json", written_then_a_signal)
-    code, out, err = run(capsys, "baseline", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "m.json"))
+    code, out, err = cli(capsys, "baseline", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "m.json"))
     assert code == 0 and err == "" and json.loads((tmp_path / "m.json").read_text())["split"] == "val"
 
 
@@ -173,7 +173,7 @@ def test_a_signal_after_evaluate_recorded_its_split_changes_nothing(capsys, run,
 def test_a_failure_after_training_leaves_nothing(capsys, tmp_path, data_dir, tiny_bert, monkeypatch):
     out = tmp_path / "run"
     _fail_at(monkeypatch, "indexed", FloatingPointError("NaN in the corpus embeddings"))
-    code, _, err = run(capsys, *train_args(data_dir, out, tiny_bert))
+    code, _, err = cli(capsys, *train_args(data_dir, out, tiny_bert))
     assert code == 1 and "NaN in the corpus embeddings" in one_line(err)
     assert list(tmp_path.iterdir()) == []
 
@@ -203,12 +203,12 @@ def test_a_killed_train_is_never_accepted_and_out_is_reusable(capsys, tmp_path, 
     (partial,) = tmp_path.glob(".run.partial-*")
     assert (partial / "metrics.json").is_file() and not (partial / "index_contract.json").exists()  # unsealed
     for argv in (["search", str(partial), "cancel"], ["evaluate", str(partial), "--data", str(data_dir)]):
-        code, _, err = run(capsys, *argv)
+        code, _, err = cli(capsys, *argv)
         assert code == 2 and one_line(err)
-    code, out_text, _ = run(capsys, *train_args(data_dir, out, tiny_bert))
+    code, out_text, _ = cli(capsys, *train_args(data_dir, out, tiny_bert))
     assert code == 0 and "selected epoch" in out_text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
-    code, _, _ = run(capsys, "search", str(out), "cancel")
+    code, _, _ = cli(capsys, "search", str(out), "cancel")
     assert code == 0
 
 
@@ -308,7 +308,7 @@ def test_make_data_under_a_file_size_limit_names_the_file_and_a_retry_works(caps
     (line,) = messages(lines)
     assert code == 1 and line.startswith(f"error: {out}/") and "File too large; nothing was left half-written" in line
     assert left_in(tmp_path) == [str(tmp_path / "tmp")]  # not even the new parent folder
-    code, stdout, _ = run(capsys, "make-data", "--out", str(out))
+    code, stdout, _ = cli(capsys, "make-data", "--out", str(out))
     assert code == 0 and sorted(p.name for p in out.iterdir()) == ["corpus.jsonl", "queries.jsonl", "train_pairs.jsonl"]
 
 
@@ -326,7 +326,7 @@ def test_evaluate_under_a_file_size_limit_changes_nothing_and_a_retry_works(caps
 
 
 def run_evaluate(capsys, run_folder, data_dir, *extra):
-    return run(capsys, "evaluate", str(run_folder), "--data", str(data_dir), *extra)
+    return cli(capsys, "evaluate", str(run_folder), "--data", str(data_dir), *extra)
 
 
 @pytest.mark.parametrize("fail_on", [2, 3], ids=["metrics", "contract"])  # rankings: the size-limit test
@@ -379,10 +379,10 @@ def test_a_second_evaluate_of_the_same_run_is_refused_while_the_first_runs(capsy
 
 def test_make_data_and_baseline_refuse_a_second_writer(capsys, tmp_path, data_dir):
     with files.build_atomically(tmp_path / "d"):
-        code, _, err = run(capsys, "make-data", "--out", str(tmp_path / "d"))
+        code, _, err = cli(capsys, "make-data", "--out", str(tmp_path / "d"))
         assert code == 2 and "another process" in one_line(err)
     with files.exclusive(tmp_path / ".m.json.lock", "the first baseline"):
-        code, _, err = run(capsys, "baseline", "--data", str(data_dir), "--out", str(tmp_path / "m.json"))
+        code, _, err = cli(capsys, "baseline", "--data", str(data_dir), "--out", str(tmp_path / "m.json"))
         assert code == 2 and "another process" in one_line(err)
     assert not (tmp_path / "m.json").exists()
 
@@ -400,7 +400,7 @@ def test_out_dot_fills_the_working_folder_and_keeps_it(capsys, tmp_path, data_di
         folder.chmod(0o2750)
         before = os.stat(folder)
         monkeypatch.chdir(folder)
-        code, _, err = run(capsys, *argv)
+        code, _, err = cli(capsys, *argv)
         assert code == 0, err
         after = os.stat(folder)
         assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
@@ -413,11 +413,11 @@ def test_an_out_name_too_long_for_the_file_system_is_bad_input(capsys, tmp_path,
     out = tmp_path / ("x" * 300)
     argv = {"make-data": ["make-data", "--out", str(out)], "train": train_args(data_dir, out, tiny_bert),
             "baseline": ["baseline", "--data", str(data_dir), "--out", str(out)]}[command]
-    code, _, err = run(capsys, *argv)
+    code, _, err = cli(capsys, *argv)
     line = one_line(err)
     assert code == 2 and "--out" in line and "the name is 300 bytes long; at most" in line
     room = tmp_path / ("y" * 237)  # the longest that leaves room for '.NAME.partial-XXXXXXXX'
-    assert run(capsys, "make-data", "--out", str(room))[0] == 0
+    assert cli(capsys, "make-data", "--out", str(room))[0] == 0
     assert left_in(tmp_path) == [str(room)]
 
 
@@ -426,7 +426,7 @@ def test_an_out_name_too_long_for_the_file_system_is_bad_input(capsys, tmp_path,
 def test_out_paths_that_name_no_new_folder(capsys, tmp_path, monkeypatch, out, message):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "keep.txt").write_text("mine")
-    code, _, err = run(capsys, "make-data", "--out", out)
+    code, _, err = cli(capsys, "make-data", "--out", out)
     assert code == 2 and message in one_line(err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
 
@@ -435,7 +435,7 @@ def test_missing_parent_folders_are_made_and_removed_again_when_the_command_fail
     from labs.retrieval import data
 
     monkeypatch.setattr(data, "named", lambda path: _raising(OSError(28, "No space left on device", str(path))))
-    code, _, err = run(capsys, "make-data", "--out", str(tmp_path / "a" / "b" / "data"))
+    code, _, err = cli(capsys, "make-data", "--out", str(tmp_path / "a" / "b" / "data"))
     assert code == 1 and "a/b/data/corpus.jsonl: No space left on device" in one_line(err)
     assert list(tmp_path.iterdir()) == []
 
@@ -467,7 +467,7 @@ def test_the_command_line_runs_from_a_thread_that_cannot_set_signal_handlers(tmp
 
 def test_baseline_removes_what_a_killed_baseline_left_and_writes_whole(capsys, tmp_path, data_dir):
     (tmp_path / ".m.json.tmp-99999").write_text('{"half": ')
-    code, _, _ = run(capsys, "baseline", "--data", str(data_dir), "--out", str(tmp_path / "m.json"))
+    code, _, _ = cli(capsys, "baseline", "--data", str(data_dir), "--out", str(tmp_path / "m.json"))
     assert code == 0 and left_in(tmp_path) == [str(tmp_path / "m.json")]
 
 

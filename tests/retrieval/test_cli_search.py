@@ -10,30 +10,30 @@ import pytest
 
 from labs.retrieval.cli import _shown
 from labs.retrieval.contract import verify_contract
-from tests.retrieval.clitools import one_line, run
+from tests.retrieval.conftest import cli, one_line
 
 
 def test_an_empty_query_is_refused(capsys, tmp_path):
-    code, _, err = run(capsys, "search", str(tmp_path), "  ")
+    code, _, err = cli(capsys, "search", str(tmp_path), "  ")
     assert code == 2 and "query must be a non-empty string" in one_line(err)
 
 
 def test_search_and_evaluate_refuse_a_folder_that_is_not_a_run(capsys, tmp_path, data_dir):
     for argv in (["search", str(tmp_path), "cancel"], ["evaluate", str(tmp_path), "--data", str(data_dir)]):
-        code, _, err = run(capsys, *argv)
+        code, _, err = cli(capsys, *argv)
         assert code == 2 and "index_contract.json" in one_line(err)
 
 
 @pytest.mark.parametrize("query", ["cancel \udcff my plan", "\udcc3\udca9t\udce9"], ids=["one-byte", "latin-1"])
 def test_a_query_with_bytes_that_are_not_utf8_is_one_line(capsys, sealed, query):
     """What a shell passes for such bytes (surrogate escapes) is refused before the model loads."""
-    code, _, err = run(capsys, "search", str(sealed), query)
+    code, _, err = cli(capsys, "search", str(sealed), query)
     line = one_line(err)
     assert code == 2 and "query holds '\\udc" in line and "not UTF-8" in line
 
 
 def test_search_prints_ids_on_one_line_each(capsys, sealed):
-    code, out, _ = run(capsys, "search", str(sealed), "cancel my plan", "--k", "3")
+    code, out, _ = cli(capsys, "search", str(sealed), "cancel my plan", "--k", "3")
     lines = out.splitlines()
     assert code == 0 and len(lines) == 3 and all(line.split()[0] == f"{i}." for i, line in enumerate(lines, 1))
 
@@ -82,4 +82,4 @@ def test_an_evaluation_killed_before_it_was_recorded_is_named_and_evaluate_repla
 
 
 def run_cli(capsys, *argv):
-    return run(capsys, *(str(a) for a in argv))
+    return cli(capsys, *(str(a) for a in argv))

@@ -1,4 +1,4 @@
-"""The tolerance plugin (tests/notebooks/nbval_tolerance.py): numbers within a declared tolerance,
+"""The tolerance plugin (tools/nbval_tolerance.py): numbers within a declared tolerance,
 everything else exactly; and, end to end, a plain `pytest --nbval` run that uses it."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from tests.notebooks import nbval_tolerance as tol
-from tests.notebooks.nbval_tolerance import (
+from tools import nbval_tolerance as tol
+from tools.nbval_tolerance import (
     DeclarationError,
     Tolerance,
     compare_text,

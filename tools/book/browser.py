@@ -51,7 +51,7 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
 
 from labs.classroom.figures import TEXT_KEY, svg_text_sizes
-from tests.book.widget_state import data_url, live_sliders, stored_figure
+from tools.book.widget_state import data_url, live_sliders, stored_figure
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -82,7 +82,7 @@ WIDTHS = {"1280 px": DESKTOP, "390 px": PHONE}
 MERMAID_MIN = {"1280 px": 0.7, "390 px": 0.45}  # of a diagram's natural size
 MERMAID_TEXT_MIN_PX = 10.0  # a diagram's smallest label as drawn
 SLIDER_WAIT_S = 10  # at most this long for a slider's output to follow it (it takes milliseconds)
-# Figure text: the notebooks draw no text below FIGURE_MIN_PT points (tests/test_notebooks.py
+# Figure text: the notebooks draw no text below FIGURE_MIN_PT points (tests/notebooks/test_rules.py
 # holds their code to it); as shown on screen that text must be at least FIGURE_TEXT_MIN_PX.
 FIGURE_MIN_PT = 10
 FIGURE_TEXT_MIN_PX = 10.0

@@ -1,4 +1,4 @@
-// What the browser check measures on a page, in the page: tests/book/browser.py loads this file
+// What the browser check measures on a page, in the page: tools/book/browser.py loads this file
 // into each page (window.bookCheck) and calls its functions. Each returns plain data; the rules
 // that need no browser (raw TeX, author notes, figure sizes) are applied in Python.
 window.bookCheck = (() => {

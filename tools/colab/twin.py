@@ -1,8 +1,8 @@
 """`make colab-twin`: the lessons on a twin of Colab's runtime, sliders moved through the kernel.
 
-1. **Build** (once; kept in .cache/colab-twin until tests/colab/runtime.txt, this file's build
+1. **Build** (once; kept in .cache/colab-twin until tools/colab/runtime.txt, this file's build
    steps or the Python change): a virtual environment with Colab's versions of the packages in
-   tests/colab/runtime.txt (the lesson and widget stacks, and Colab's versions of everything else
+   tools/colab/runtime.txt (the lesson and widget stacks, and Colab's versions of everything else
    they and the course need that Colab preinstalls), from the package registries only. Python 3.13 as on Colab (the
    first ``python3.13`` that runs, or pyenv's); without one, the nearest Python that has the CPU
    torch wheel (3.11, torch 2.13.0), and the report says so. A kernel spec points at it.
@@ -14,13 +14,13 @@
    ``COURSE_SOURCE``. After the first notebook's install cell, the twin checks that pip changed
    none of Colab's packages (it may add what Colab lacks). Every cell's outputs are compared
    with the committed ones as ``make nbval`` compares them: nbval's own comparison with the
-   tolerance plugin in front (tests/notebooks/nbval_tolerance.py: numbers within a cell's
+   tolerance plugin in front (tools/nbval_tolerance.py: numbers within a cell's
    declared tolerance), the same sanitize file, and nbval's ignore rule (the cell tag
-   ``nbval-ignore-output``, read as tests/notebooks/spread.py reads it); a cell that differs is
+   ``nbval-ignore-output``, read as tools/spread.py reads it); a cell that differs is
    a failure. Every live slider the notebook shows is then moved through the kernel
-   (tests/colab/frontend.py): each position is compared with what the slider's function
+   (tools/colab/frontend.py): each position is compared with what the slider's function
    computes afresh there.
-4. **Two processes** (tests/retrieval/ddp_probe.py, the check tests/retrieval/test_scaling.py
+4. **Two processes** (tools/ddp_probe.py, the check tests/retrieval/test_scaling.py
    makes here): on Colab's torch, ``torchrun --nproc_per_node 2`` (gloo, CPU) runs one DDP step
    and the ``train`` command; the step's loss and gradients and the run's losses are compared
    with one process's.
@@ -30,7 +30,7 @@
 6. **Report**: the versions the kernels ran with, each notebook's time (and its install cell's,
    and its sliders'), what differs from Colab; exit status 1 on any failure.
 
-    python -m tests.colab.twin [--notebooks 01,04] [--rebuild] [--no-ddp] [--no-rehearsal]
+    python -m tools.colab.twin [--notebooks 01,04] [--rebuild] [--no-ddp] [--no-rehearsal]
 """
 
 from __future__ import annotations
@@ -53,14 +53,14 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script too
 
-from tests.colab import frontend  # noqa: E402
-from tests.notebooks import nbval_tolerance  # noqa: E402
-from tests.notebooks.spread import ignored  # noqa: E402
-from tests.notebooks.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text,  # noqa: E402
+from tools.colab import frontend  # noqa: E402
+from tools import nbval_tolerance  # noqa: E402
+from tools.spread import ignored  # noqa: E402
+from tools.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text,  # noqa: E402
                                           first_code_cell, problems as cell_problems)
-from tests.pins import canonical  # noqa: E402
+from tools.pins import canonical  # noqa: E402
 
-RUNTIME = ROOT / "tests" / "colab" / "runtime.txt"
+RUNTIME = ROOT / "tools" / "colab" / "runtime.txt"
 HOME = Path(os.environ.get("COLAB_TWIN_DIR", ROOT / ".cache" / "colab-twin"))
 VENV = HOME / "venv"
 KERNELS = HOME / "kernels"
@@ -233,7 +233,7 @@ SKIP_COMPARE = _Skipped(("metadata", "traceback", "prompt_number", "output_type"
 class NbvalCell:
     """What nbval's comparison reads of its pytest item (``IPyNbCell``), so that the twin compares a
     cell's outputs with the code ``make nbval`` runs: nbval's own comparison behind the tolerance
-    plugin (`tests.notebooks.nbval_tolerance.compare_outputs`), the same sanitize file, the same
+    plugin (`tools.nbval_tolerance.compare_outputs`), the same sanitize file, the same
     skipped keys. ``cell_num`` counts code cells from 0, as nbval's reports do."""
 
     patterns: dict | None = None
@@ -402,7 +402,7 @@ COURSE = "similar-embeddings-course-labs"
 
 
 def ddp_check(src: Path, timeout: int) -> dict:
-    """tests/retrieval/ddp_probe.py's whole check in the twin's Python (its torch): a torchrun launch of
+    """tools/ddp_probe.py's whole check in the twin's Python (its torch): a torchrun launch of
     2 gloo processes (one DDP step, then ``train``) against one process. The course is installed as
     the install cell installs it, if no notebook did."""
     if COURSE not in freeze():
@@ -412,7 +412,7 @@ def ddp_check(src: Path, timeout: int) -> dict:
     folder.mkdir(parents=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1"}
     try:
-        done = subprocess.run([str(VENV / "bin" / "python"), "-m", "tests.retrieval.ddp_probe", str(folder)],
+        done = subprocess.run([str(VENV / "bin" / "python"), "-m", "tools.ddp_probe", str(folder)],
                               cwd=src, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"problems": [f"two processes: no answer within {timeout} s"]}
@@ -476,10 +476,10 @@ def differences(version: tuple[int, int], ran: dict) -> list[str]:
         got = ran.get(name)
         if got is not None and got.split("+")[0] != v and name != "torch":
             out.append(f"{name} {got}, not Colab's {v}")
-    out.append("every package the twin holds that Colab holds too is at Colab's version (tests/colab/runtime.txt), "
+    out.append("every package the twin holds that Colab holds too is at Colab's version (tools/colab/runtime.txt), "
                "but torch's CUDA libraries, pip and setuptools; Colab preinstalls hundreds more, and its own "
                "google.colab frontend")
-    out.append("the widget frontend is nbclient's Output-widget mimic driven by tests/colab/frontend.py, not "
+    out.append("the widget frontend is nbclient's Output-widget mimic driven by tools/colab/frontend.py, not "
                "Colab's; HF_HUB_OFFLINE and the quiet settings of the Makefile are set (no hub here)")
     return out
 
@@ -510,15 +510,15 @@ def main(argv: list[str] | None = None) -> int:
     paths = sorted((src / "notebooks").glob("*.ipynb"))
     if wanted:
         paths = [p for p in paths if any(p.name.startswith(w) for w in wanted)]
-    # The twin runs the canonical install cell (tests/notebooks/install_cell.py); a notebook whose
-    # own differs is named (its test fails too): python -m tests.notebooks.install_cell --apply.
+    # The twin runs the canonical install cell (tools/install_cell.py); a notebook whose
+    # own differs is named (its test fails too): python -m tools.install_cell --apply.
     stale = [p.stem for p in paths if cell_problems(p, cell_text()) and first_code_cell(json.loads(p.read_text()))]
     for p in paths:
         if p.stem in stale:
             apply(p, cell_text())
     if stale:
         say(f"Not yet the canonical install cell, run with it here: {', '.join(stale)} "
-            "(python -m tests.notebooks.install_cell --apply)")
+            "(python -m tools.install_cell --apply)")
     results, problems = [], []
     checked_install = False
     for path in paths:

@@ -1,4 +1,4 @@
-"""The JupyterLab check (tests/book/lab.py) finds the cells a slider needs and computes its output."""
+"""The JupyterLab check (tools/book/lab.py) finds the cells a slider needs and computes its output."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.book import lab as lab_check
+from tools.book import lab as lab_check
 
 
 def notebook(*cells: str) -> dict:

@@ -1,4 +1,4 @@
-"""`make colab-twin` (tests/colab/twin.py): what it rebuilds of Colab's runtime, and the package's
+"""`make colab-twin` (tools/colab/twin.py): what it rebuilds of Colab's runtime, and the package's
 ranges that let the notebooks' first cell keep Colab's own packages. The twin itself runs in CI
 after make test (.ci/run); these are its quick checks."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from tests.colab import frontend, twin
-from tests.pins import canonical, constraints
+from tools.colab import frontend, twin
+from tools.pins import canonical, constraints
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # Colab's runtime as the issue quotes googlecolab/backend-info (2026-08-19).
 COLAB = {"torch": "2.11.0", "sentence-transformers": "5.7.0", "transformers": "5.15.0", "numpy": "2.1.3",
@@ -67,7 +67,7 @@ def test_without_python_313_the_twin_takes_the_cpu_wheel_on_disk():
 def test_make_colab_twin_runs_the_twin_and_ci_runs_it_after_make_test():
     makefile = (ROOT / "Makefile").read_text()
     target = makefile.split("\ncolab-twin:", 1)[1].split("\n\n", 1)[0]
-    assert "-m tests.colab.twin" in target and "nice" in target
+    assert "-m tools.colab.twin" in target and "nice" in target
     assert "make colab-twin" in makefile.split("\nhelp:", 1)[1].split("\n\n", 1)[0]
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
           if line.strip() and not line.lstrip().startswith("#")]
