@@ -43,15 +43,14 @@ import contextlib
 import io
 import math
 import random
+from functools import partial
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from labs.lessons.infonce import info_nce
-from labs.lessons.inputs import (
-    finite_array, scaled_scores, text_list, valid_tau, whole_number,
-)
+from labs.checks import arguments, finite_table, integer, items, require, scaled_scores, temperature, texts
 
 if TYPE_CHECKING:  # sentence-transformers is slow to import; loaded when needed
     from sentence_transformers import SentenceTransformer
@@ -111,28 +110,22 @@ def product_of(card_id: str) -> str:
 
 def _pair_list(pairs: Iterable[tuple[str, str]], name: str = "pairs") -> list[tuple[str, str]]:
     """A list of (question, card id) pairs of strings, or ValueError naming ``name``."""
-    if isinstance(pairs, (str, bytes, Mapping)) or not isinstance(pairs, Iterable):
-        raise ValueError(f"{name} must be a list of (question, card id) pairs, got {pairs!r:.60}")
-    out = []
-    for i, p in enumerate(pairs):
-        if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 2 \
-                or not isinstance(p[0], str) or not isinstance(p[1], str):
-            raise ValueError(f"{name}[{i}] must be a (question text, card id) pair, got {p!r:.60}")
-        out.append(tuple(p))
+    out = items(pairs, name, "a list of (question, card id) pairs")
+    bad = next((i for i, p in enumerate(out) if isinstance(p, (str, bytes)) or not isinstance(p, Sequence)
+                or len(p) != 2 or not isinstance(p[0], str) or not isinstance(p[1], str)), None)
+    require(bad is None, lambda: f"{name}[{bad}] must be a (question text, card id) pair, got {out[bad]!r:.60}")
+    return [tuple(p) for p in out]
+
+
+def _card_pairs(pairs: Sequence[tuple[str, str]], cards: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``pairs`` as a non-empty list of (question, card id) tuples whose ids are keys of ``cards``."""
+    out = items(pairs, "pairs", "a list of (question, card id) pairs")
+    out = [tuple(p) if isinstance(p, Sequence) and not isinstance(p, (str, bytes)) else p for p in out]
+    require(out, "pairs must hold at least one (question, card id) pair")
+    bad = next((i for i, p in enumerate(out) if not isinstance(p, tuple) or len(p) != 2
+                or not isinstance(p[0], str) or not isinstance(p[1], str) or p[1] not in cards), None)
+    require(bad is None, lambda: f"pairs[{bad}] must be (question text, a card id of cards), got {out[bad]!r:.80}")
     return out
-
-
-def _check_pairs(pairs: Sequence[tuple[str, str]], cards: Mapping[str, str]) -> list[tuple[str, str]]:
-    if isinstance(pairs, (str, bytes, Mapping)) or not isinstance(pairs, Iterable):
-        raise ValueError(f"pairs must be a list of (question, card id) pairs, got {pairs!r:.60}")
-    pairs = [tuple(p) if isinstance(p, Sequence) and not isinstance(p, (str, bytes)) else p for p in pairs]
-    if not pairs:
-        raise ValueError("pairs must hold at least one (question, card id) pair")
-    for i, p in enumerate(pairs):
-        if not isinstance(p, tuple) or len(p) != 2 or not isinstance(p[0], str) or not isinstance(p[1], str) \
-                or p[1] not in cards:
-            raise ValueError(f"pairs[{i}] must be (question text, a card id of cards), got {p!r:.80}")
-    return pairs
 
 
 def _known(known: Mapping[str, Sequence[str]] | None) -> dict[str, list[str]]:
@@ -147,7 +140,7 @@ def _known(known: Mapping[str, Sequence[str]] | None) -> dict[str, list[str]]:
             raise ValueError(f"known_positives must map question texts to card ids, got the key {q!r:.40}")
         if isinstance(extra, (str, bytes)):
             raise ValueError(f"known_positives[{q!r}] must be a list of card ids, not one string")
-        out[q] = text_list(extra, f"known_positives[{q!r}]")
+        out[q] = texts(extra, f"known_positives[{q!r}]")
     return out
 
 
@@ -168,17 +161,17 @@ def mine_by_scores(scores: np.ndarray, pairs: Sequence[tuple[str, str]], card_id
     first appearance. Equal scores keep the order of ``card_ids``. ``scores`` must be real, finite
     numbers; ``card_ids`` distinct strings.
     """
-    card_ids = text_list(card_ids, "card_ids")
+    card_ids = texts(card_ids, "card_ids")
     if len(set(card_ids)) != len(card_ids):
         repeated = sorted({c for c in card_ids if card_ids.count(c) > 1})
         raise ValueError(f"card_ids must be distinct (one per column of scores), got {repeated} more than once")
-    pairs = _check_pairs(pairs, dict.fromkeys(card_ids, ""))
+    pairs = _card_pairs(pairs, dict.fromkeys(card_ids, ""))
     positives = _positives(pairs, _known(known_positives))
     questions = list(dict.fromkeys(q for q, _ in pairs))
-    scores = finite_array(scores, "scores")
+    scores = finite_table(scores, "scores")
     if scores.shape != (len(questions), len(card_ids)):
         raise ValueError(f"scores must be (questions, cards) = ({len(questions)}, {len(card_ids)}), got {scores.shape}")
-    num_negatives = whole_number(num_negatives, "num_negatives", 1)
+    num_negatives = integer(num_negatives, "num_negatives", 1)
     mined = {}
     for q, row in zip(questions, scores):
         order = np.argsort(-row, kind="stable")
@@ -190,11 +183,12 @@ def embedding_scores(model: SentenceTransformer, questions: Sequence[str], cards
     """Cosines (Q, N) between the questions and the cards under an embedding model."""
     if isinstance(questions, str):
         raise ValueError("questions must be a non-empty list of strings, not one string")
-    questions = text_list(questions, "questions")
+    questions = texts(questions, "questions")
     if not questions:
         raise ValueError("questions must be a non-empty list of strings")
     cards = _cards(cards)
-    _check_model(model)
+    require(callable(getattr(model, "encode", None)),
+            lambda: f"model must be a SentenceTransformer (something with .encode), got {type(model).__name__}")
     Q = model.encode(list(questions), normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
     C = model.encode(list(cards.values()), normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
     return (Q @ C.T).astype(np.float64)
@@ -207,11 +201,6 @@ def _cards(cards: Mapping[str, str]) -> Mapping[str, str]:
         if not isinstance(cid, str) or not isinstance(text, str):
             raise ValueError(f"cards must map card ids (strings) to texts (strings), got {cid!r:.30}: {text!r:.30}")
     return cards
-
-
-def _check_model(model) -> None:
-    if not callable(getattr(model, "encode", None)):
-        raise ValueError(f"model must be a SentenceTransformer (something with .encode), got {type(model).__name__}")
 
 
 @contextlib.contextmanager
@@ -255,11 +244,12 @@ def mine_with_model(model: SentenceTransformer, pairs: Sequence[tuple[str, str]]
     from sentence_transformers.util import mine_hard_negatives
 
     cards = _cards(cards)
-    _check_model(model)
-    pairs = _check_pairs(pairs, cards)
-    num_negatives = whole_number(num_negatives, "num_negatives", 1)
+    require(callable(getattr(model, "encode", None)),
+            lambda: f"model must be a SentenceTransformer (something with .encode), got {type(model).__name__}")
+    pairs = _card_pairs(pairs, cards)
+    num_negatives = integer(num_negatives, "num_negatives", 1)
     if seed is not None:
-        seed = whole_number(seed, "seed", 0)
+        seed = integer(seed, "seed", 0)
     rows = pairs + [(q, c) for q, extra in _known(known_positives).items() for c in extra if (q, c) not in pairs]
     for q, c in rows:
         if c not in cards:
@@ -286,8 +276,8 @@ def row_loss(scores: Sequence[float], tau: float = 0.05) -> tuple[float, float]:
 
     ``scores`` is one row (1-D) of real, finite numbers: the positive, then at least one negative.
     """
-    tau = valid_tau(tau)
-    s = finite_array(scores, "scores")
+    tau = temperature(tau)
+    s = finite_table(scores, "scores")
     if s.ndim != 1 or s.size < 2:
         raise ValueError(f"scores needs the positive and at least one negative, as one row (1-D); got shape {s.shape}")
     row = s.reshape(1, -1)
@@ -301,11 +291,9 @@ def dedupe_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(_pair_list(pairs)))
 
 
+@arguments(n=partial(integer, minimum=0), batch_size=partial(integer, minimum=2), seed=partial(integer, minimum=0))
 def shuffled_batches(n: int, batch_size: int, seed: int = 0) -> list[list[int]]:
     """Plain shuffled batches of rows 0..n-1 (what a default sampler does): nothing keeps answers apart."""
-    n = whole_number(n, "n", 0)
-    batch_size = whole_number(batch_size, "batch_size", 2)
-    seed = whole_number(seed, "seed", 0)
     order = np.random.default_rng(seed).permutation(n).tolist()
     return [order[i:i + batch_size] for i in range(0, n, batch_size)]
 
@@ -318,9 +306,9 @@ def no_duplicate_batches(pairs: Sequence[tuple[str, str]] = PAIRS, cards: Mappin
     from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
 
     cards = _cards(cards)
-    pairs = _check_pairs(pairs, cards)
-    batch_size = whole_number(batch_size, "batch_size", 2)
-    seed = whole_number(seed, "seed", 0)
+    pairs = _card_pairs(pairs, cards)
+    batch_size = integer(batch_size, "batch_size", 2)
+    seed = integer(seed, "seed", 0)
     data = Dataset.from_dict({"anchor": [q for q, _ in pairs], "positive": [cards[c] for _, c in pairs]})
     sampler = NoDuplicatesBatchSampler(data, batch_size=batch_size, drop_last=False,
                                        generator=torch.Generator(), seed=seed)
@@ -350,7 +338,7 @@ def repeated_answer_batches(batches: Sequence[Sequence[int]], pairs: Sequence[tu
 def same_batch_chance(n: int, batch_size: int) -> float:
     """Exact chance that plain shuffling of ``n`` rows into batches of ``batch_size`` (the last one
     shorter) puts two given rows in the same batch: the same-batch pairs over all pairs of rows."""
-    n, batch_size = whole_number(n, "n", 2), whole_number(batch_size, "batch_size", 2)
+    n, batch_size = integer(n, "n", 2), integer(batch_size, "batch_size", 2)
     sizes = [batch_size] * (n // batch_size) + ([n % batch_size] if n % batch_size else [])
     return sum(s * (s - 1) / 2 for s in sizes) / (n * (n - 1) / 2)
 

@@ -260,49 +260,6 @@ def test_check_chance_loss(capsys):
         assert hint in out and "2.77" not in out  # a hint, never the answer
 
 
-def test_wrong_axis_shape_is_what_torch_gives_for_the_lessons_grid(capsys):
-    """The break-it answer is the shape the bug really has on a grid of the lesson's shape."""
-    import torch
-
-    from labs.classroom.exercises.pooling import LESSON_GRID, check_wrong_axis
-
-    grid, mask = torch.zeros(LESSON_GRID), torch.ones(LESSON_GRID[:2])
-    buggy = (grid * mask.unsqueeze(-1)).sum(dim=2) / mask.sum(dim=1, keepdim=True)
-    assert check_wrong_axis(buggy.shape) is True  # a torch.Size is a shape too
-    right = (LESSON_GRID[0], LESSON_GRID[2])  # what mean pooling gives
-    for wrong, says in ((right, "right pooling"), ("39", "tuple of whole numbers"), ((3.5, 9), "whole numbers"),
-                        (LESSON_GRID, "removes that axis")):
-        assert check_wrong_axis(wrong) is False
-        assert says in _said(capsys)
-
-
-def test_forgot_zero_grad_path_is_torch_sgd_without_zero_grad(capsys):
-    """The hand-written path is what torch.optim.SGD does when .grad piles up, and plain descent when cleared."""
-    import torch
-
-    from labs.classroom.exercises.gradients import FORGOT_LR, FORGOT_START, check_no_zero_grad, \
-        forgot_zero_grad_path
-    from labs.lessons.gradients import gradient_descent
-
-    for clear in (False, True):
-        w = torch.tensor(FORGOT_START, dtype=torch.float64, requires_grad=True)
-        opt = torch.optim.SGD([w], lr=FORGOT_LR)
-        path = [w.item()]
-        for _ in range(40):
-            if clear:
-                opt.zero_grad()
-            ((w - 3) ** 2).backward()
-            opt.step()
-            path.append(w.item())
-        assert np.allclose(forgot_zero_grad_path(40, clear=clear), path, atol=1e-12)
-    assert np.allclose(forgot_zero_grad_path(5, clear=True), gradient_descent(lambda v: 2 * (v - 3), 1.0, 0.1, 5))
-    assert check_no_zero_grad(forgot_zero_grad_path(3)[-1]) is True
-    for wrong, says in ((forgot_zero_grad_path(3, clear=True)[-1], "clears .grad"), (2.12, "two steps"),
-                        (3.0, "does not stop")):
-        assert check_no_zero_grad(wrong) is False
-        assert says in _said(capsys)
-
-
 def test_check_sorted_batch_loss_is_info_nce_of_the_perfect_sorted_table(capsys):
     """The break-it answer is labs' InfoNCE of a perfect model's table whose columns a sort moved (3 of 4)."""
     from labs.classroom.exercises.finetuning import SORTED_BATCH, SORTED_MOVED, SORTED_SCALE, check_sorted_batch_loss
