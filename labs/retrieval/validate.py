@@ -58,13 +58,14 @@ def choice(name: str, value, allowed: tuple) -> object:
 
 
 def device(name: str, value) -> str:
-    """The one device rule: ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (N a GPU torch can see)."""
-    import torch
-
+    """The one device rule: ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (N a GPU torch can see). A name of
+    the wrong form is refused before torch is imported, so the refusal is quick."""
     kind, sep, index = value.partition(":") if isinstance(value, str) else ("", "", "")
     if kind not in ("cpu", "cuda") or (sep and (kind == "cpu" or not index.isdigit())):
         raise ValueError(f"{name} must be 'cpu', 'cuda' or 'cuda:N', got {value!r}")
     if kind == "cuda":
+        import torch
+
         if not torch.cuda.is_available():
             raise ValueError(f"{name} {value}: torch sees no CUDA GPU here (a CPU build or no driver); use cpu")
         count = torch.cuda.device_count()

@@ -49,6 +49,7 @@ print("exit", code, "imported", *heavy, file=sys.stderr)
     (["train", "--data", "d", "--out", "{tmp}/r", "--epochs", "-1"], 2),
     (["train", "--data", "d", "--out", "{tmp}/r", "--lr", "inf"], 2),
     (["train", "--data", "d", "--out", "{tmp}/r", "--precision", "bf16"], 2),
+    (["train", "--data", "d", "--out", "{tmp}/r", "--device", "tpu"], 2),
     (["search", "run"], 2), (["evaluate", "run", "--split", "train"], 2),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
 def test_help_version_and_refused_flags_import_no_torch(tmp_path, argv, code):
