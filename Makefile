@@ -15,6 +15,9 @@ BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 TORCH  := torch==2.13.0
 TIMES  := .cache/timings
+# Runs a command and writes its wall and CPU time to $(TIMES)/KEY.json for the summary (tools/timed.py,
+# standard library only: it runs before .venv exists).
+TIMED  = $(firstword $(PYTHON) python3) tools/timed.py $(TIMES)
 # The second nbval pass: PyTorch's generic CPU kernels, one thread, MKL's AVX2 code path (this
 # machine picks AVX-512) and an old OpenBLAS core, as another machine would pick them. An output
 # that changes here is fragile (tests/README.md, "Writing a stable output"). MKL's most
@@ -22,12 +25,13 @@ TIMES  := .cache/timings
 # this pass (lesson 7: 82 s against 37 s); try it with make nbval-alt ALT_CPU="...".
 ALT_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
            MKL_ENABLE_INSTRUCTIONS=AVX2 OPENBLAS_CORETYPE=Prescott
-NBVAL   := -m pytest -q -p tools.nbval_timing --nbval --nbval-current-env \
+NBVAL   := -m pytest -q -p tools.timing --nbval --nbval-current-env \
            --nbval-sanitize-with tools/nbval_sanitize.cfg
 LAB_PORT ?= 8888
 # The book checks (tests/book): without the rest of tests/ (its fixtures load models) or pytest's
 # installed plugins (nbval's import alone takes 2 s).
-BOOK_PYTEST := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest -q --confcutdir tests/book
+BOOK_ENV    := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
+BOOK_PYTEST := $(PY) -m pytest -q --confcutdir tests/book
 export PYTHONHASHSEED := 0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -43,7 +47,7 @@ export OMP_WAIT_POLICY := PASSIVE
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help python setup vendor chromium live live-check book book-clean test unit nbval nbval-alt browser checked-book lab \
-        lab-check fresh-book gpu-check serve outputs lock clean report spread colab-twin
+        lab-check fresh-book gpu-check serve outputs lock clean report spread colab-twin test-steps
 
 help:
 	@echo "make book     set up and build the HTML book into _build/html (warnings are errors)"
@@ -110,19 +114,14 @@ chromium:
 # build takes about 3 minutes on a busy 2-core machine (the fine-tuning most of it); then a stamp keyed on
 # the inputs (package versions, weights, code) skips the models and a run costs about a second.
 live: setup vendor
-	@mkdir -p $(TIMES)
-	@start=$$(date +%s); $(PY) -m tools.live_model _live || exit 1; \
-	echo "{\"live_build_s\": $$(( $$(date +%s) - start ))}" > $(TIMES)/live.json
+	@$(TIMED) live_build $(PY) -m tools.live_model _live
 
 # The live demos in Chromium against the Python models (tests/book/test_live.py), on the built book.
 live-check: setup chromium
-	$(BOOK_PYTEST) tests/book/test_live.py --html-root _build/html
+	$(BOOK_ENV) $(BOOK_PYTEST) tests/book/test_live.py --html-root _build/html
 
 book: setup vendor live
-	@mkdir -p $(TIMES)
-	@start=$$(date +%s); \
-	$(BIN)/jupyter-book build . --builder html -W -n --keep-going || exit 1; \
-	echo "{\"book_build_s\": $$(( $$(date +%s) - start ))}" > $(TIMES)/book.json
+	@$(TIMED) book_build $(BIN)/jupyter-book build . --builder html -W -n --keep-going
 
 fresh-book: setup vendor
 	rm -rf _build
@@ -141,18 +140,14 @@ outputs: setup
 
 # ---- checks --------------------------------------------------------------
 unit: setup
-	@mkdir -p $(TIMES)
-	@start=$$(date +%s); $(PY) -m pytest -q tests || exit 1; \
-	echo "{\"unit_s\": $$(( $$(date +%s) - start ))}" > $(TIMES)/unit.json
+	@TIMING_KEY=unit $(TIMED) unit $(PY) -m pytest -q -p tools.timing tests
 
 nbval: setup
-	@mkdir -p $(TIMES)
-	$(PY) $(NBVAL) notebooks
+	@$(TIMED) nbval $(PY) $(NBVAL) notebooks
 
 nbval-alt: setup
-	@mkdir -p $(TIMES)
 	@echo "nbval again, as another CPU would compute: $(ALT_CPU)"
-	$(ALT_CPU) NBVAL_TIMING_KEY=notebooks_alt $(PY) $(NBVAL) notebooks
+	@$(ALT_CPU) TIMING_KEY=notebooks_alt $(TIMED) nbval_alt $(PY) $(NBVAL) notebooks
 
 # How far each cell's printed numbers move under other CPU settings (tests/README.md, "Writing a stable
 # output"): each notebook runs under nbval once per setting, niced; the notebooks are only read
@@ -167,7 +162,7 @@ lab: setup
 	  --MultiKernelManager.default_kernel_name=python3 $(if $(filter 0,$(shell id -u)),--allow-root)
 
 lab-check: setup chromium
-	$(BOOK_PYTEST) tests/book/test_lab.py
+	@$(BOOK_ENV) $(TIMED) lab_check_run $(BOOK_PYTEST) tests/book/test_lab.py
 
 # GPU only, not part of make test: the CLI on CUDA with the tiny Qwen3 twin stored in bf16 (twice: the
 # runs must agree exactly), fp16 + gradient checkpointing, then the full-size benchmark. Under 5 minutes,
@@ -189,27 +184,33 @@ colab-twin: setup
 # The browser check (tests/book/test_browser.py) with screenshots; PAGES="notebooks/03_infonce.html ..."
 # checks only those pages. Every problem, by rule, also goes to _build/browser-check.txt.
 browser: setup chromium
-	$(BOOK_PYTEST) tests/book/test_browser.py --html-root _build/html \
+	$(BOOK_ENV) $(BOOK_PYTEST) tests/book/test_browser.py --html-root _build/html \
 	  --screenshots _build/screenshots $(if $(PAGES),--pages "$(PAGES)")
 
 # A clean book build followed by the browser check on it (the screenshots to look at: make browser).
 checked-book: fresh-book chromium
-	$(BOOK_PYTEST) tests/book/test_browser.py tests/book/test_live.py --html-root _build/html
+	@$(BOOK_ENV) $(TIMED) book_checks $(BOOK_PYTEST) tests/book/test_browser.py tests/book/test_live.py \
+	  --html-root _build/html
 
 # Every check runs side by side (the unit tests, the two nbval passes, a clean book build and its
 # browser check, the JupyterLab check): on a 2-core machine the cores never wait for one job to
 # finish. Each keeps its own output together (--output-sync). The browser checks wait on the
 # page, not on the clock, so the load beside them does not fail them.
+# The summary at the end (tools/report.py): wall and CPU time of the whole run and of each part, the
+# slowest unit tests, each notebook's time in both passes and its slowest cells.
 test:
-	@rm -rf $(TIMES); mkdir -p $(TIMES); start=$$(date +%s); \
-	$(MAKE) --no-print-directory -j2 setup vendor && \
-	$(MAKE) --no-print-directory -j5 -k --output-sync=target unit nbval nbval-alt checked-book lab-check; rc=$$?; \
-	echo "{\"make_test_s\": $$(( $$(date +%s) - start ))}" > $(TIMES)/total.json; \
-	$(PY) tools/report.py $(TIMES) || true; \
+	@rm -rf $(TIMES); mkdir -p $(TIMES); \
+	$(TIMED) make_test $(MAKE) --no-print-directory test-steps; rc=$$?; \
+	$(PY) -m tools.report $(TIMES) || true; \
 	exit $$rc
 
+# make test's steps, timed as one: the set-up, then every check side by side.
+test-steps:
+	@$(TIMED) setup $(MAKE) --no-print-directory -j2 setup vendor && \
+	$(MAKE) --no-print-directory -j5 -k --output-sync=target unit nbval nbval-alt checked-book lab-check
+
 report:
-	$(PY) tools/report.py $(TIMES)
+	$(PY) -m tools.report $(TIMES)
 
 lock: setup
 	$(PY) -m pip freeze --exclude-editable | sed 's/+cpu//' > .cache/freeze.txt
