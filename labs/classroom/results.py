@@ -6,13 +6,21 @@ course is installed (`results_path`). `load_results` reads and checks it; the he
 return exactly the numbers a lesson prints or glues, so no lesson digs in the file's layout.
 
 The experiment in one paragraph: two starting points (``minilm``, the packaged
-all-MiniLM-L6-v2, strong; ``static``, token vectors averaged, weak) are fine-tuned on
-docstring pairs of 13 libraries under four conditions that see the same pairs in the same
-order and differ only in the documents they name (``inbatch``; ``inbatch_2x``, the
-compute-matched control with twice the batch; ``hn_top1``, one naively mined negative per
-pair; ``hn_window``, one negative from a rank window with a positive-aware filter), five
-seeds each, checkpoint chosen on validation; tested on scikit-learn and networkx, over all
-queries and over the look-alike exam. ``untouched`` is the start with no training.
+all-MiniLM-L6-v2, strong; ``static``, token vectors averaged, below the BM25 baseline) are
+fine-tuned on docstring pairs of 13 libraries under four conditions that walk the same pairs
+in the same order and differ only in the documents they name (``inbatch``; ``inbatch_2x``,
+twice the pairs a step, which matches the mined conditions' candidates per query but not
+their pairs or compute; ``hn_top1``, one naively mined negative per pair; ``hn_window``, one
+negative from a rank window with a positive-aware filter), five seeds each, checkpoint chosen
+on validation; tested on scikit-learn and networkx, over all queries and over the file's
+``lookalike`` subset: the test queries whose best-ranked wrong document is a near-twin of the
+answer by name (easier than the full test for every system; `exam_difficulty`). ``untouched``
+is the start with no training.
+
+``benchmarks/docs_ranks.py`` writes ``benchmarks/results/docs_ranks.json`` (shipped beside it):
+per test query, the rank of its answer under the untouched systems (MiniLM, static, BM25,
+TF-IDF). `load_ranks` reads it; `query_ranks`, `hard_exam_positions` (the queries the untouched
+MiniLM ranks a wrong document first on), `twin_positions` and `untouched_exams` read it.
 
 ==========================  =======================================================
 function                    returns
@@ -22,6 +30,14 @@ function                    returns
 `false_negatives`           the hand audit of one mining setting: rate and interval
 `audit_examples`            audited rows (query, answer, mined document, label, reason)
 `curves`                    validation learning curves of one condition (per seed)
+`loss_curves`               training-loss curves of one condition (per seed)
+`controls`                  what each condition holds equal: pairs, candidates, texts a step
+`exam_difficulty`           every system on a stored subset beside the full test
+`load_ranks`                the per-query ranks of the untouched systems (docs_ranks.json)
+`query_ranks`               one untouched system's rank of each test query's answer
+`hard_exam_positions`       the test queries the untouched MiniLM ranks a wrong document first on
+`twin_positions`            the stored near-twin subset, as positions in the ranks' query order
+`untouched_exams`           each untouched system's MRR@10 on all, the hard exam, the near-twins
 `chosen_validation`         validation score of the checkpoint each seed kept
 `comparisons`               the paired differences the file records for one start
 `design`                    the data, splits, sizes and schedule of the run
@@ -46,7 +62,9 @@ from pathlib import Path
 
 __all__ = ["STARTS", "CONDITIONS", "MINING_SETTINGS", "AUDITED_SETTINGS", "SUBSETS", "METRICS", "AUDIT_LABELS", "results_path",
            "load_results", "score", "difference", "false_negatives", "audit_examples", "curves",
-           "chosen_validation", "comparisons", "design", "mining_stats", "run_cost", "glue_values", "results_summary"]
+           "chosen_validation", "comparisons", "design", "mining_stats", "run_cost", "glue_values", "results_summary",
+           "BASELINES", "SYSTEMS", "loss_curves", "controls", "exam_difficulty", "ranks_path", "load_ranks",
+           "query_ranks", "hard_exam_positions", "twin_positions", "untouched_exams"]
 
 STARTS = ("minilm", "static")
 CONDITIONS = ("untouched", "inbatch", "inbatch_2x", "hn_top1", "hn_window")
@@ -54,6 +72,10 @@ MINING_SETTINGS = ("hn_top1", "hn_window")
 AUDITED_SETTINGS = ("hn_top1", "hn_window", "far_window")
 SUBSETS = ("overall", "lookalike")
 METRICS = ("mrr@10", "recall@1", "recall@10", "ndcg@10")
+BASELINES = ("tfidf", "bm25")
+SYSTEMS = ("minilm", "static", "bm25", "tfidf")  # the untouched systems of the ranks file
+RANKS_SCHEMA = 1
+_RANKS_KEYS = ("schema", "test_query_ids", "ranks", "check", "versions", "code", "command")
 AUDIT_LABELS = ("wrong answer", "also right", "unclear")
 SCHEMA = 2
 _KEYS = ("schema", "data", "lookalike", "mining", "baselines", "starts", "settings", "versions", "code",
@@ -227,11 +249,124 @@ def run_cost(results: Mapping) -> dict:
             "load_end": machine["load_average_end"], "note": machine.get("note", "")}
 
 
+def loss_curves(results: Mapping, start: str, condition: str) -> dict:
+    """Training-loss curves of one trained condition: {steps, values (one list per seed)}. Each value is
+    the mean loss over the steps since the previous validation point (step 0 has none: left out)."""
+    _choice("start", start, STARTS)
+    _choice("condition", condition, CONDITIONS[1:])
+    runs = list(results["starts"][start]["conditions"][condition]["curves"].values())
+    return {"steps": [p["step"] for p in runs[0][1:]], "values": [[p["train_loss"] for p in run[1:]] for run in runs]}
+
+
+_MATCHES = {"inbatch": "the baseline: the pairs, order and steps every arm shares",
+            "inbatch_2x": "the mined arms' candidates per query (not their pairs or texts a step)",
+            "hn_top1": "in-batch's pairs, order and steps, with one more candidate per pair",
+            "hn_window": "in-batch's pairs, order and steps, with one more candidate per pair"}
+
+
+def controls(results: Mapping, start: str) -> dict[str, dict]:
+    """What each trained condition of one start holds equal, from the design the file records:
+    condition -> {pairs_per_step, candidates_per_query, texts_per_step (queries and documents a step
+    encodes: a query and its answer per pair, plus the mined document per pair), positive_pairs_per_run
+    (pairs a step x steps), matches (one line)}. A document named twice in a batch is encoded once, so
+    the mined arms' texts a step are an upper bound (``mean_distinct_candidates`` has the measured)."""
+    _choice("start", start, STARTS)
+    one = results["starts"][start]
+    steps = one["settings"]["steps"]
+    out = {}
+    for condition, block in one["conditions"].items():
+        pairs = block["batch_pairs"]
+        mined = pairs if block["negatives"] else 0
+        out[condition] = {"pairs_per_step": pairs, "candidates_per_query": block["candidates_per_query"],
+                          "texts_per_step": 2 * pairs + mined, "positive_pairs_per_run": pairs * steps,
+                          "matches": _MATCHES.get(condition, "")}
+    return out
+
+
+def exam_difficulty(results: Mapping, subset: str = "lookalike", metric: str = "mrr@10") -> list[dict]:
+    """Every system's test ``metric`` on a stored ``subset`` beside its score over all test queries: a list
+    of {system, start, condition, overall, subset, drop (overall - subset)} for the lexical baselines, then
+    each start untouched and under every trained condition (means over seeds), in that order. A negative
+    ``drop`` means the subset is easier than the full test."""
+    _choice("subset", subset, SUBSETS[1:])
+    rows = [(method, None, method) for method in results["baselines"]]
+    rows += [(f"{start} {condition}", start, condition) for start in STARTS for condition in CONDITIONS]
+    out = []
+    for system, start, condition in rows:
+        full = score(results, start or STARTS[0], condition, "overall", metric)["mean"]
+        part = score(results, start or STARTS[0], condition, subset, metric)["mean"]
+        out.append({"system": system, "start": start, "condition": condition, "overall": full, "subset": part,
+                    "drop": round(full - part, 4)})
+    return out
+
+
+def ranks_path() -> Path:
+    """Where the per-query ranks file is (beside the results file, shipped or in the checkout)."""
+    return results_path().with_name("docs_ranks.json")
+
+
+def load_ranks(path: str | Path | None = None) -> dict:
+    """The per-query ranks of the untouched systems as a dict; ValueError naming the file if it is
+    missing, of another schema, incomplete, or its lists do not line up with its queries."""
+    path = ranks_path() if path is None else Path(path)
+    again = "regenerate it with: nice -n 5 python benchmarks/docs_ranks.py"
+    if not path.is_file():
+        raise ValueError(f"ranks file {str(path)!r} not found: {again}")
+    ranks = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(ranks, dict) or ranks.get("schema") != RANKS_SCHEMA:
+        raise ValueError(f"{path.name}: not schema {RANKS_SCHEMA} of the docs ranks; {again}")
+    missing = [k for k in _RANKS_KEYS if k not in ranks]
+    if missing:
+        raise ValueError(f"{path.name}: missing keys {missing}; {again}")
+    n = len(ranks["test_query_ids"])
+    for system in SYSTEMS:
+        row = ranks["ranks"].get(system)
+        if not isinstance(row, list) or len(row) != n or not all(isinstance(r, int) and r >= 1 for r in row):
+            raise ValueError(f"{path.name}: ranks[{system!r}] must be {n} ranks (whole numbers from 1); {again}")
+    return ranks
+
+
+def query_ranks(ranks: Mapping, system: str) -> list[int]:
+    """Per test query (in ``ranks["test_query_ids"]`` order), the 1-based rank of its one answer under
+    one untouched `SYSTEMS` system. Each query has one answer, so its MRR@10 is 1 / rank (0 past 10)."""
+    _choice("system", system, SYSTEMS)
+    return list(ranks["ranks"][system])
+
+
+def hard_exam_positions(ranks: Mapping) -> list[int]:
+    """The harder look-alike exam: positions of the test queries on which the untouched MiniLM ranks some
+    wrong document above the answer (its rank is above 1)."""
+    return [i for i, r in enumerate(query_ranks(ranks, "minilm")) if r > 1]
+
+
+def twin_positions(results: Mapping, ranks: Mapping) -> list[int]:
+    """The results file's stored ``lookalike`` subset (the near-twin rule), as positions in the ranks
+    file's query order."""
+    chosen = set(results["lookalike"]["query_ids"])
+    return [i for i, q in enumerate(ranks["test_query_ids"]) if q in chosen]
+
+
+def _mrr10(rows) -> float:
+    return round(sum(1 / r for r in rows if r <= 10) / len(rows), 4) if rows else float("nan")
+
+
+def untouched_exams(results: Mapping, ranks: Mapping) -> list[dict]:
+    """Each untouched system's MRR@10 from the ranks: {system, overall, hard (the harder exam), twins
+    (the stored near-twin subset)}, for TF-IDF, BM25, the static start and MiniLM, in that order."""
+    hard, twins = hard_exam_positions(ranks), twin_positions(results, ranks)
+    out = []
+    for system in ("tfidf", "bm25", "static", "minilm"):
+        row = query_ranks(ranks, system)
+        out.append({"system": system, "overall": _mrr10(row), "hard": _mrr10([row[i] for i in hard]),
+                    "twins": _mrr10([row[i] for i in twins])})
+    return out
+
+
 def _key(text: str) -> str:
     return text.replace("@", "").replace(" ", "_").replace("-", "_")
 
 
-def glue_values(results: Mapping) -> dict[str, float | int | str]:
+def glue_values(results: Mapping, ranks: Mapping | None = None) -> dict[str, float | int | str]:
     """Every number the lessons quote, under a flat name (prefix ``docs_``), for ``glue``.
 
     Scores: ``docs_{start}_{condition}_{subset}_{metric}`` with ``_lo`` / ``_hi`` (metric without
@@ -244,7 +379,16 @@ def glue_values(results: Mapping) -> dict[str, float | int | str]:
     ``_negative_score``. Validation of the kept checkpoints: ``docs_{start}_{condition}_val_mrr10``.
     Sizes and cost: ``docs_train_pairs``, ``docs_val_queries``, ``docs_test_queries``,
     ``docs_lookalike_n``, ``docs_lookalike_rival_first``, ``docs_seeds``, ``docs_{start}_steps``,
-    ``docs_{start}_eval_every``, ``docs_{start}_batch``, ``docs_run_minutes``, ``docs_cpu_minutes``."""
+    ``docs_{start}_eval_every``, ``docs_{start}_batch``, ``docs_run_minutes``, ``docs_cpu_minutes``.
+
+    The stored ``lookalike`` subset is the near-twin rule's; every ``_lookalike_`` score and difference
+    is also under ``_twins_`` (and ``docs_twins_n``, ``docs_twins_rival_first``), the name the lessons
+    use. Controls (`controls`): ``docs_{start}_{condition}_pairs``, ``_candidates``, ``_texts`` (a
+    step), and ``_last_kept`` (seeds whose kept checkpoint is the last step). Mining:
+    ``docs_mined_{setting}_fallbacks`` (pairs with nothing passing in the ranks, given one from below
+    them) and ``_in_window``. With ``ranks`` (`load_ranks`): ``docs_hard_n`` (the harder exam's
+    queries) and ``docs_{system}_hard_mrr10`` for ``minilm_untouched``, ``static_untouched``,
+    ``bm25``, ``tfidf`` (from the ranks)."""
     out: dict[str, float | int | str] = {}
     for metric in ("mrr@10", "recall@1"):
         for subset in SUBSETS:
@@ -296,6 +440,26 @@ def glue_values(results: Mapping) -> dict[str, float | int | str]:
         out[f"docs_{start}_eval_every"] = results["starts"][start]["settings"]["eval_every"]
         for condition in CONDITIONS:
             out[f"docs_{start}_{condition}_val_mrr10"] = chosen_validation(results, start, condition)["mean"]
+        last = results["starts"][start]["settings"]["steps"]
+        for condition, block in controls(results, start).items():
+            out[f"docs_{start}_{condition}_pairs"] = block["pairs_per_step"]
+            out[f"docs_{start}_{condition}_candidates"] = block["candidates_per_query"]
+            out[f"docs_{start}_{condition}_texts"] = block["texts_per_step"]
+            out[f"docs_{start}_{condition}_last_kept"] = sum(
+                step == last for step in results["starts"][start]["conditions"][condition]["chosen_step"])
+    for setting in AUDITED_SETTINGS:
+        stats = mining_stats(results, setting)
+        out[f"docs_mined_{setting}_fallbacks"] = stats["fallbacks_below_window"]
+        out[f"docs_mined_{setting}_in_window"] = stats["negatives"] - stats["fallbacks_below_window"]
+    out["docs_twins_n"] = results["lookalike"]["n"]
+    out["docs_twins_rival_first"] = results["lookalike"]["rival_ranked_first"]
+    for name in [k for k in out if "_lookalike_" in k]:
+        out[name.replace("_lookalike_", "_twins_")] = out[name]
+    if ranks is not None:
+        out["docs_hard_n"] = len(hard_exam_positions(ranks))
+        names = {"minilm": "minilm_untouched", "static": "static_untouched", "bm25": "bm25", "tfidf": "tfidf"}
+        for row in untouched_exams(results, ranks):
+            out[f"docs_{names[row['system']]}_hard_mrr10"] = row["hard"]
     return out
 
 

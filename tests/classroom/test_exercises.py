@@ -67,6 +67,10 @@ CASES = {
                                 20.0, "15"),
     "check_swapped_captions": (lambda: 0.8, 0.0, "80"),
     "check_clipped_int8_values": (lambda: 2, 255, "+127 or -127"),
+    "check_resample_holds": (lambda: 1 - 0.8 ** 5, 0.8 ** 5, "0.67"),
+    "check_compute_matched_batch": (lambda: 48, 64, "48"),
+    "check_questions_to_halve": (lambda: 4 * 636, 2 * 636, "2544"),
+    "check_unpaired_width": (lambda: "wider", "narrower", "wider"),
 }
 
 MODULES = [importlib.import_module(f"labs.classroom.exercises.{m.name}")

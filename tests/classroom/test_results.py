@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from labs.classroom.results import (AUDITED_SETTINGS, CONDITIONS, METRICS, MINING_SETTINGS, STARTS, SUBSETS,
@@ -142,3 +143,120 @@ def test_glue_values_and_summary(results):
     for name in (*CONDITIONS, *MINING_SETTINGS):
         assert name in text
     assert run_cost(results)["wall_min"] > 0
+
+
+# ---- what lesson 8 reads: the loss, the controls, the exams and the per-query ranks --------------
+
+from labs.classroom.results import (SYSTEMS, controls, exam_difficulty, hard_exam_positions,  # noqa: E402
+                                    load_ranks, loss_curves, query_ranks, ranks_path, twin_positions,
+                                    untouched_exams)
+
+
+@pytest.fixture(scope="module")
+def ranks():
+    return load_ranks()
+
+
+def test_loss_curves_are_the_curves_train_loss(results):
+    for start in STARTS:
+        for condition in CONDITIONS[1:]:
+            loss, val = loss_curves(results, start, condition), curves(results, start, condition)
+            assert loss["steps"] == val["steps"][1:] and loss["steps"][-1] == results["settings"]["steps"][start]
+            runs = list(results["starts"][start]["conditions"][condition]["curves"].values())
+            assert loss["values"] == [[p["train_loss"] for p in run[1:]] for run in runs]
+            assert all(v > 0 for run in loss["values"] for v in run)
+    with pytest.raises(ValueError, match="condition must be one of"):
+        loss_curves(results, "minilm", "untouched")
+
+
+def test_controls_count_what_each_arm_encodes(results):
+    for start in STARTS:
+        held = controls(results, start)
+        batch, steps = results["settings"]["batch"], results["settings"]["steps"][start]
+        assert [held[c]["pairs_per_step"] for c in CONDITIONS[1:]] == [batch, 2 * batch, batch, batch]
+        assert [held[c]["texts_per_step"] for c in CONDITIONS[1:]] == [2 * batch, 4 * batch, 3 * batch, 3 * batch]
+        # the 2x batch matches the mined arms' candidates per query, not their texts or pairs
+        assert held["inbatch_2x"]["candidates_per_query"] == held["hn_window"]["candidates_per_query"]
+        assert held["inbatch_2x"]["texts_per_step"] > held["hn_window"]["texts_per_step"]
+        assert held["inbatch_2x"]["positive_pairs_per_run"] == 2 * held["hn_window"]["positive_pairs_per_run"]
+        assert held["hn_window"]["positive_pairs_per_run"] == batch * steps
+        # a document named twice is one candidate: the measured candidates never exceed the design's
+        for c in CONDITIONS[1:]:
+            measured = results["starts"][start]["conditions"][c]["mean_distinct_candidates"]
+            assert max(measured) <= held[c]["candidates_per_query"]
+        assert all(held[c]["matches"] for c in CONDITIONS[1:])
+
+
+def test_exam_difficulty_is_the_file_s_scores(results):
+    rows = exam_difficulty(results, "lookalike")
+    assert len(rows) == len(results["baselines"]) + len(STARTS) * len(CONDITIONS)
+    for row in rows:
+        start = row["start"] or STARTS[0]
+        assert row["overall"] == score(results, start, row["condition"])["mean"]
+        assert row["subset"] == score(results, start, row["condition"], "lookalike")["mean"]
+        assert row["drop"] == round(row["overall"] - row["subset"], 4)
+    with pytest.raises(ValueError, match="subset must be one of"):
+        exam_difficulty(results, "overall")
+
+
+def test_load_ranks_refuses_missing_and_broken_files(tmp_path, ranks):
+    assert ranks_path().name == "docs_ranks.json"
+    with pytest.raises(ValueError, match="not found"):
+        load_ranks(tmp_path / "none.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": 0}))
+    with pytest.raises(ValueError, match="not schema 1"):
+        load_ranks(bad)
+    bad.write_text(json.dumps({"schema": 1, "ranks": {}}))
+    with pytest.raises(ValueError, match="missing keys"):
+        load_ranks(bad)
+    short = {**ranks, "ranks": {**ranks["ranks"], "bm25": ranks["ranks"]["bm25"][:-1]}}
+    bad.write_text(json.dumps(short))
+    with pytest.raises(ValueError, match=r"ranks\['bm25'\]"):
+        load_ranks(bad)
+    with pytest.raises(ValueError, match="system must be one of"):
+        query_ranks(ranks, "colbert")
+
+
+def test_ranks_are_the_experiment_s(results, ranks):
+    """The per-query ranks give back the experiment's own stored numbers: its test queries, each untouched
+    system's MRR@10 and Recall@1 over all of them, and its near-twin subset's MRR@10."""
+    assert len(ranks["test_query_ids"]) == results["data"]["test_queries"]
+    assert ranks["data_sha256"] == results["data"]["sha256"] and not ranks["quick"]
+    stored = {"tfidf": results["baselines"]["tfidf"], "bm25": results["baselines"]["bm25"],
+              "minilm": results["starts"]["minilm"]["untouched"]["test"],
+              "static": results["starts"]["static"]["untouched"]["test"]}
+    exams = {row["system"]: row for row in untouched_exams(results, ranks)}
+    assert set(exams) == set(SYSTEMS)
+    for system in SYSTEMS:
+        r = np.array(query_ranks(ranks, system))
+        assert round(float(np.mean(r == 1)), 4) == stored[system]["overall"]["recall@1"]["mean"]
+        assert exams[system]["overall"] == stored[system]["overall"]["mrr@10"]["mean"]
+        assert exams[system]["twins"] == stored[system]["lookalike"]["mrr@10"]["mean"]
+    twins = twin_positions(results, ranks)
+    assert len(twins) == results["lookalike"]["n"]
+
+
+def test_hard_exam_is_what_the_untouched_minilm_gets_wrong(results, ranks):
+    hard = hard_exam_positions(ranks)
+    minilm = query_ranks(ranks, "minilm")
+    assert hard == [i for i, r in enumerate(minilm) if r != 1]
+    n = len(minilm)
+    recall1 = results["starts"]["minilm"]["untouched"]["test"]["overall"]["recall@1"]["mean"]
+    assert abs(len(hard) - round((1 - recall1) * n)) <= 1
+    glue = glue_values(results, ranks)
+    assert glue["docs_hard_n"] == len(hard)
+    assert glue["docs_bm25_hard_mrr10"] == next(r["hard"] for r in untouched_exams(results, ranks)
+                                                 if r["system"] == "bm25")
+
+
+def test_glue_values_name_the_near_twins_and_the_controls(results):
+    glue = glue_values(results)
+    assert glue["docs_twins_n"] == glue["docs_lookalike_n"] == results["lookalike"]["n"]
+    for key in [k for k in glue if "_lookalike_" in k]:
+        assert glue[key.replace("_lookalike_", "_twins_")] == glue[key]
+    assert (glue["docs_minilm_inbatch_texts"], glue["docs_minilm_inbatch_2x_texts"],
+            glue["docs_minilm_hn_window_texts"]) == (64, 128, 96)
+    window = mining_stats(results, "hn_window")
+    assert glue["docs_mined_hn_window_in_window"] + glue["docs_mined_hn_window_fallbacks"] == window["negatives"]
+    assert "docs_hard_n" not in glue  # only with the ranks
