@@ -1,10 +1,13 @@
 """labs.retrieval.qwen3 at load: the pooling contract (end token, left padding), float32 weights from a bf16 checkpoint."""
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 import torch
 
+from labs.retrieval import qwen3
 from labs.retrieval.device import assert_float32_master
 from labs.retrieval.validate import attention
 from labs.retrieval.qwen3 import (
@@ -101,7 +104,7 @@ def test_attention_kernels_are_checked():
             attention("--attn", "flash_attention_2")
 
 
-def test_build_random_qwen3_is_assembled_like_build_qwen3(tiny_bf16):
+def test_build_random_qwen3_is_assembled_like_build_qwen3(tiny_bf16, tiny_qwen, monkeypatch):
     model = build_random_qwen3("tiny", device="cpu", max_length=16, seed=1)
     reference = build_qwen3(tiny_bf16, max_length=16)
     assert [type(m).__name__ for m in model] == [type(m).__name__ for m in reference]
@@ -110,6 +113,9 @@ def test_build_random_qwen3_is_assembled_like_build_qwen3(tiny_bf16):
     assert auto.config._attn_implementation == "sdpa" and auto.config.num_hidden_layers == 2
     assert_float32_master(model)
     assert {p.device.type for p in model.parameters()} == {"cpu"}
+    # The second build only shows the weights are seeded: its tokenizer twin is the session's copy of the
+    # same write_tiny_qwen3("tiny", seed=0) folder (building the Qwen tokenizer again costs seconds).
+    monkeypatch.setattr(qwen3, "write_tiny_qwen3", lambda folder: Path(shutil.copytree(tiny_qwen, folder)))
     again = build_random_qwen3("tiny", device="cpu", max_length=16, seed=1)
     assert torch.equal(auto.embed_tokens.weight, again[0].auto_model.embed_tokens.weight)  # seeded
     assert not torch.equal(auto.embed_tokens.weight, reference[0].auto_model.embed_tokens.weight.float())
