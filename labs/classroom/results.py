@@ -98,16 +98,22 @@ def results_path() -> Path:
 def load_results(path: str | Path | None = None) -> dict:
     """The experiment's results as a dict; ValueError naming the file if it is missing, of another
     schema, or incomplete."""
-    path = results_path() if path is None else Path(path)
+    return _load("results", results_path() if path is None else Path(path), "docs experiment", SCHEMA, _KEYS,
+                 _REGENERATE)
+
+
+def _load(noun: str, path: Path, of: str, schema: int, keys: tuple[str, ...], again: str) -> dict:
+    """A results file as a dict; ValueError naming it (and how to make it ``again``) if it is missing,
+    of another schema, or lacks one of ``keys``."""
     if not path.is_file():
-        raise ValueError(f"results file {str(path)!r} not found: {_REGENERATE}")
-    results = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(results, dict) or results.get("schema") != SCHEMA:
-        raise ValueError(f"{path.name}: not schema {SCHEMA} of the docs experiment; {_REGENERATE}")
-    missing = [k for k in _KEYS if k not in results]
+        raise ValueError(f"{noun} file {str(path)!r} not found: {again}")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("schema") != schema:
+        raise ValueError(f"{path.name}: not schema {schema} of the {of}; {again}")
+    missing = [k for k in keys if k not in data]
     if missing:
-        raise ValueError(f"{path.name}: missing keys {missing}; {_REGENERATE}")
-    return results
+        raise ValueError(f"{path.name}: missing keys {missing}; {again}")
+    return data
 
 
 def _choice(name: str, value, allowed) -> None:
@@ -310,14 +316,7 @@ def load_ranks(path: str | Path | None = None) -> dict:
     missing, of another schema, incomplete, or its lists do not line up with its queries."""
     path = ranks_path() if path is None else Path(path)
     again = "regenerate it with: nice -n 5 python benchmarks/docs_ranks.py"
-    if not path.is_file():
-        raise ValueError(f"ranks file {str(path)!r} not found: {again}")
-    ranks = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(ranks, dict) or ranks.get("schema") != RANKS_SCHEMA:
-        raise ValueError(f"{path.name}: not schema {RANKS_SCHEMA} of the docs ranks; {again}")
-    missing = [k for k in _RANKS_KEYS if k not in ranks]
-    if missing:
-        raise ValueError(f"{path.name}: missing keys {missing}; {again}")
+    ranks = _load("ranks", path, "docs ranks", RANKS_SCHEMA, _RANKS_KEYS, again)
     n = len(ranks["test_query_ids"])
     for system in SYSTEMS:
         row = ranks["ranks"].get(system)
