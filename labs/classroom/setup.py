@@ -20,8 +20,8 @@ figure or CUDA call:
   against white); each PNG records its smallest text in points for the browser check; SVG slider
   figures keep their text as text, with a stable id salt;
 - NumPy prints ``precision`` decimals;
-- returns ``glue``: myst-nb's (it hands numbers to the book's pages) or, where the book tools
-  are not installed (Colab), a stand-in that does nothing.
+- returns ``glue``: the record myst-nb's ``glue`` writes (it hands numbers to the book's pages),
+  or, where the book tools are not installed (Colab), a stand-in that does nothing.
 """
 
 from __future__ import annotations
@@ -33,8 +33,28 @@ from collections.abc import Callable
 __all__ = ["setup"]
 
 
+#: myst-nb's prefix for a record that is not shown (myst_nb.ext.glue.GLUE_PREFIX).
+GLUE_PREFIX = "application/papermill.record/"
+
+
+def glue(name: str, value: object, display: bool = True) -> None:
+    """Hand ``value`` to the book's pages under ``name``: the display message myst_nb.glue sends,
+    byte for byte (tests/classroom/test_setup.py compares them), without importing myst-nb's glue
+    module, which imports nbformat and jsonschema (1.4 s in every lesson's kernel).
+
+    ``display=False`` records the value without showing it in the notebook.
+    """
+    from IPython.core.formatters import format_display_data
+    from IPython.display import display as ipy_display
+
+    bundle, metadata = format_display_data(value)
+    prefix = "" if display else GLUE_PREFIX
+    metadata["scrapbook"] = dict(name=name, mime_prefix=prefix)
+    ipy_display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
+
+
 def _no_glue(name: str, value: object, display: bool = True) -> None:
-    """Stand-in for myst_nb.glue where the book tools are not installed: the number is not needed."""
+    """Stand-in for glue where the book tools are not installed: the number is not needed."""
 
 
 def _record_smallest_text(shell) -> None:
@@ -95,8 +115,6 @@ def setup(seed: int = 0, *, threads: int = 2, deterministic: bool = True, precis
         shell.run_line_magic("config", 'InlineBackend.figure_formats = ["retina"]')
         _record_smallest_text(shell)
     plt.rcParams.update({**figures.style(), "svg.fonttype": "none", "svg.hashsalt": svg_salt or f"labs-{seed}"})
-    try:
-        from myst_nb import glue
-    except ImportError:
-        return _no_glue
-    return glue
+    from importlib.util import find_spec
+
+    return glue if find_spec("myst_nb") is not None else _no_glue
