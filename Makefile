@@ -46,7 +46,7 @@ export OMP_WAIT_POLICY := PASSIVE
 # files (about 45 s), and the few thousand the checks import are compiled once (end of setup).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help python setup vendor chromium live live-check book book-clean test unit nbval nbval-alt browser checked-book lab \
+.PHONY: help python setup vendor chromium live live-check book book-clean test unit e2e nbval nbval-alt browser checked-book lab \
         lab-check fresh-book gpu-check serve outputs lock clean report spread colab-twin test-steps
 
 help:
@@ -140,8 +140,13 @@ outputs: setup
 	$(PY) -m tools.execute notebooks/*.ipynb
 
 # ---- checks --------------------------------------------------------------
+# The unit tests, then the few slow end-to-end ones (marked e2e: fresh processes, torchrun, whole
+# pipelines in quick mode, signals to the CLI); make test runs both side by side.
 unit: setup
-	@TIMING_KEY=unit $(TIMED) unit $(PY) -m pytest -q -p tools.timing tests
+	@TIMING_KEY=unit $(TIMED) unit $(PY) -m pytest -q -p tools.timing -m "not e2e" tests
+
+e2e: setup
+	@TIMING_KEY=e2e $(TIMED) e2e $(PY) -m pytest -q -p tools.timing -m e2e tests
 
 nbval: setup
 	@$(TIMED) nbval $(PY) $(NBVAL) notebooks
@@ -214,7 +219,7 @@ test:
 # make test's steps, timed as one: the set-up, then every check side by side.
 test-steps:
 	@$(TIMED) setup $(MAKE) --no-print-directory -j2 setup vendor && \
-	$(MAKE) --no-print-directory -j4 -k --output-sync=target unit nbval checked-book lab-check
+	$(MAKE) --no-print-directory -j5 -k --output-sync=target unit e2e nbval checked-book lab-check
 
 report:
 	$(PY) -m tools.report $(TIMES)

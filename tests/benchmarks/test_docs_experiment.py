@@ -130,6 +130,7 @@ def test_minilm_top_layer_reproduces_the_model(script):
 
 # ---- the whole pipeline, small ------------------------------------------------------------------
 
+@pytest.mark.e2e
 def test_quick_mode_runs_every_condition(script, tmp_path, capsys):
     out = tmp_path / "quick.json"
     results = script.main(["--quick", "--out", str(out)])

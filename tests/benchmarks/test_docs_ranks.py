@@ -40,6 +40,7 @@ def test_answer_ranks_and_their_metrics(script):
     assert script.from_ranks([11, 1]) == {"mrr@10": 0.5, "recall@1": 0.5}  # past rank 10 counts 0
 
 
+@pytest.mark.e2e
 def test_quick_mode_writes_a_file_the_lesson_reads(script, tmp_path, capsys):
     out = tmp_path / "ranks.json"
     written = script.main(["--quick", "--out", str(out)])

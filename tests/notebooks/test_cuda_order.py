@@ -24,6 +24,8 @@ TOO_EARLY = ("import torch\nfrom labs.classroom.setup import setup\n"
 IN_ORDER = ("import torch\nfrom labs.classroom.setup import setup\nglue = setup(0, deterministic=False)\n"
             "x = torch.ones(2, device='cuda')  # after setup(): ready\n")
 
+pytestmark = pytest.mark.e2e  # fresh processes end to end (make e2e)
+
 
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory) -> dict[str, dict]:

@@ -26,6 +26,8 @@ from tests.retrieval.conftest import (
     ROOT, STAGES, cli, environment, finish, left_in, messages, one_line, start, train_args, wait_for,
 )
 
+pytestmark = pytest.mark.e2e  # fresh processes end to end (make e2e)
+
 
 # ---- output paths, checked before any work ----------------------------------------------------------
 

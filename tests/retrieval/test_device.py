@@ -187,6 +187,7 @@ def _load_script(name: str):
     return module
 
 
+@pytest.mark.e2e
 def test_the_gpu_benchmark_runs_its_cpu_form_on_the_tiny_architecture(restore_torch_state, capsys):
     """Same code as the full-size run: left-padded mixed lengths, checks at the end, estimate beside the peak."""
     bench = _load_script("qwen3_gpu")

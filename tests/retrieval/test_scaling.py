@@ -186,6 +186,7 @@ def launch(tiny, data_dir, tmp_path_factory) -> dict:
     return launched
 
 
+@pytest.mark.e2e
 def test_two_processes_with_gathered_negatives_equal_one_process(tiny, launch):
     """torchrun, 2 CPU processes (gloo), B = 4 each: the one-process loss and gradients on all 8 pairs
     (the comparison the Colab twin makes on Colab's torch)."""
@@ -197,6 +198,7 @@ def test_two_processes_with_gathered_negatives_equal_one_process(tiny, launch):
     assert len(ddp_probe.step_differences(ranks, other)) >= 5
 
 
+@pytest.mark.e2e
 def test_the_train_command_under_torchrun_trains_as_one_process(tiny, data_dir, launch, tmp_path):
     """The two-process ``train`` logs the losses of one process holding the whole global batch."""
     two = json.loads((launch["run"] / "metrics.json").read_text())

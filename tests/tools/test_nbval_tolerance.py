@@ -223,6 +223,7 @@ def cell(value_shift: float | None, declared: dict | None) -> nbformat.NotebookN
     return node
 
 
+@pytest.mark.e2e
 def test_plain_pytest_nbval_compares_within_the_declared_tolerance(tmp_path):
     nb = new_notebook(cells=[
         cell(0.004, {"atol": 0.01}),   # Cell 0: stored 0.004 off, tolerance 0.01: passes

@@ -31,6 +31,7 @@ def _pytest(tmp_path: Path, *args: str, key: str | None = None) -> subprocess.Co
 SPIN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {}: pass\n"
 
 
+@pytest.mark.e2e
 def test_the_slowest_tests_are_listed_slowest_first_with_wall_cpu_and_the_count(tmp_path):
     (tmp_path / "test_some.py").write_text(
         "import subprocess, sys, time\n\ndef test_sleeps():\n    time.sleep(0.6)\n\n"
@@ -48,6 +49,7 @@ def test_the_slowest_tests_are_listed_slowest_first_with_wall_cpu_and_the_count(
     assert rows["test_spins_in_a_subprocess"][1] >= 0.3  # a subprocess it waited for counts
 
 
+@pytest.mark.e2e
 def test_each_notebook_gets_wall_and_cpu_and_its_slowest_cells_named(tmp_path):
     nb = new_notebook(cells=[new_code_cell("import time\ntime.sleep(0.5)"), new_code_cell(SPIN.format(0.4)),
                              new_code_cell("# a comment first\n" + SPIN.format(0.2)), new_code_cell("x = 1")])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 
 from tools.colab import frontend, twin
@@ -126,6 +127,7 @@ COMPARED = [
 ]
 
 
+@pytest.mark.e2e
 def test_the_twin_judges_every_cell_as_nbval_does(tmp_path):
     import subprocess
     import sys
