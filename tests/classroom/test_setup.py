@@ -94,12 +94,17 @@ def test_glue_sends_what_myst_nb_glue_sends(monkeypatch, value, display):
     from IPython.core.interactiveshell import InteractiveShell
     from myst_nb import glue as myst_glue
 
+    had_shell = InteractiveShell.initialized()
     InteractiveShell.instance()
     sent: list[tuple] = []
     monkeypatch.setattr(display_functions, "publish_display_data",
                         lambda data, metadata=None, **kw: sent.append((data, metadata, kw)))
-    myst_glue("key", value, display=display)
-    first_cell.glue("key", value, display=display)
+    try:
+        myst_glue("key", value, display=display)
+        first_cell.glue("key", value, display=display)
+    finally:
+        if not had_shell:  # later tests ask get_ipython() whether they run in a kernel
+            InteractiveShell.clear_instance()
     assert len(sent) == 2 and sent[0] == sent[1]
     data, metadata, _ = sent[1]
     assert metadata["scrapbook"]["name"] == "key"
