@@ -146,7 +146,7 @@ unit: setup
 	@TIMING_KEY=unit $(TIMED) unit $(PY) -m pytest -q -p tools.timing -m "not e2e" tests
 
 e2e: setup
-	@TIMING_KEY=e2e $(TIMED) e2e $(PY) -m pytest -q -p tools.timing -m e2e tests
+	@TIMING_KEY=end_to_end $(TIMED) end_to_end $(PY) -m pytest -q -p tools.timing -m e2e tests
 
 nbval: setup
 	@$(TIMED) nbval $(PY) $(NBVAL) notebooks

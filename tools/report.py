@@ -30,7 +30,7 @@ BUDGETS = {"make_test": 600, "unit": 180, "book_build": 120, "notebook": 60}
 PAGE_LIMIT, BOOK_LIMIT, LIVE_LIMIT = 3_000_000, 80_000_000, 70_000_000  # bytes, as tools/book/browser.py enforces
 #: make test's parts, in the order they run: (key written by tools/timed.py, label).
 PARTS = [("make_test", "make test, install included"), ("setup", "set-up (install, npm, compile)"),
-         ("unit", "unit tests"), ("e2e", "end-to-end tests (marked e2e)"), ("nbval", "nbval, every notebook"), ("nbval_alt", "nbval, other CPU settings (.ci/run)"),
+         ("unit", "unit tests"), ("end_to_end", "end-to-end tests (marked e2e)"), ("nbval", "nbval, every notebook"), ("nbval_alt", "nbval, other CPU settings (.ci/run)"),
          ("live_build", "live demos' model (make live, stamped)"), ("book_build", "clean book build"),
          ("book_checks", "browser and live-demo checks"), ("lab_check_run", "JupyterLab check")]
 
@@ -88,7 +88,7 @@ def summary(times: dict) -> list[str]:
     out.append(line("in the checks: browser check, every page", times.get("browser_check_s"), None))
     out.append(line("in the checks: JupyterLab check itself", times.get("lab_check_s"), None))
 
-    for key, what in (("unit", "unit tests"), ("e2e", "end-to-end tests")):
+    for key, what in (("unit", "unit tests"), ("end_to_end", "end-to-end tests")):
         slowest = times.get(f"{key}_slowest")
         if slowest:
             out.append(f"The {len(slowest)} slowest of {times.get(f'{key}_tests', '?')} {what}, wall and CPU (setup, "
