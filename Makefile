@@ -140,8 +140,9 @@ outputs: setup
 	$(PY) -m tools.execute notebooks/*.ipynb
 
 # ---- checks --------------------------------------------------------------
-# The unit tests, then the few slow end-to-end ones (marked e2e: fresh processes, torchrun, whole
-# pipelines in quick mode, signals to the CLI); make test runs both side by side.
+# The unit tests, and apart the few slow end-to-end ones (marked e2e: fresh processes, torchrun, whole
+# pipelines in quick mode, signals to the CLI); make test runs both side by side. make e2e's times go
+# under the key end_to_end (tools/timed.py's keys are letters and '_').
 unit: setup
 	@TIMING_KEY=unit $(TIMED) unit $(PY) -m pytest -q -p tools.timing -m "not e2e" tests
 
@@ -204,12 +205,8 @@ checked-book: fresh-book chromium
 # page, not on the clock, so the load beside them does not fail them.
 # The summary at the end (tools/report.py): wall and CPU time of the whole run and of each part, the
 # slowest unit tests, each notebook's time and its slowest cells.
-# The second nbval pass (make nbval-alt) is not here: make test could not hold its budget with it
-# (600 s on a 2-core machine; the pass alone is about 300 CPU-s). CI runs it after make test
-# (.ci/run). What it catches that make test does not: an output whose numbers move under other CPU
-# kernels beyond the tolerance its cell declares, because code the cell calls changed (tools/spread.json
-# fingerprints the cell's own source and text outputs, not labs) or a package version moved since the
-# spread was measured.
+# The second nbval pass (make nbval-alt) is not here: with it make test did not fit 600 s on a 2-core
+# machine. CI runs it after make test (.ci/run); the README says what only it catches.
 test:
 	@rm -rf $(TIMES); mkdir -p $(TIMES); \
 	$(TIMED) make_test $(MAKE) --no-print-directory test-steps; rc=$$?; \

@@ -30,7 +30,8 @@ BUDGETS = {"make_test": 600, "unit": 180, "book_build": 120, "notebook": 60}
 PAGE_LIMIT, BOOK_LIMIT, LIVE_LIMIT = 3_000_000, 80_000_000, 70_000_000  # bytes, as tools/book/browser.py enforces
 #: make test's parts, in the order they run: (key written by tools/timed.py, label).
 PARTS = [("make_test", "make test, install included"), ("setup", "set-up (install, npm, compile)"),
-         ("unit", "unit tests"), ("end_to_end", "end-to-end tests (marked e2e)"), ("nbval", "nbval, every notebook"), ("nbval_alt", "nbval, other CPU settings (.ci/run)"),
+         ("unit", "unit tests"), ("end_to_end", "end-to-end tests (marked e2e)"),
+         ("nbval", "nbval, every notebook"), ("nbval_alt", "nbval, other CPU settings (.ci/run)"),
          ("live_build", "live demos' model (make live, stamped)"), ("book_build", "clean book build"),
          ("book_checks", "browser and live-demo checks"), ("lab_check_run", "JupyterLab check")]
 

@@ -86,25 +86,30 @@ def test_without_the_book_tools_glue_is_a_stand_in(probed):
     assert probed["without_book_tools"] == "_no_glue"
 
 
-@pytest.mark.parametrize("value", [0.4375, 12, "a word", [1, 2]])
-@pytest.mark.parametrize("display", [True, False])
-def test_glue_sends_what_myst_nb_glue_sends(monkeypatch, value, display):
-    """The same display message, data and metadata, as myst_nb.glue (which the book build reads)."""
-    from IPython.core import display_functions
+@pytest.fixture(scope="module")
+def shell():
+    """An IPython shell in this process for display() to publish through, cleared afterwards: later
+    tests ask get_ipython() whether they run in a kernel."""
     from IPython.core.interactiveshell import InteractiveShell
-    from myst_nb import glue as myst_glue
 
     had_shell = InteractiveShell.initialized()
-    InteractiveShell.instance()
+    yield InteractiveShell.instance()
+    if not had_shell:
+        InteractiveShell.clear_instance()
+
+
+@pytest.mark.parametrize("value", [0.4375, 12, "a word", [1, 2]])
+@pytest.mark.parametrize("display", [True, False])
+def test_glue_sends_what_myst_nb_glue_sends(shell, monkeypatch, value, display):
+    """The same display message, data and metadata, as myst_nb.glue (which the book build reads)."""
+    from IPython.core import display_functions
+    from myst_nb import glue as myst_glue
+
     sent: list[tuple] = []
     monkeypatch.setattr(display_functions, "publish_display_data",
                         lambda data, metadata=None, **kw: sent.append((data, metadata, kw)))
-    try:
-        myst_glue("key", value, display=display)
-        first_cell.glue("key", value, display=display)
-    finally:
-        if not had_shell:  # later tests ask get_ipython() whether they run in a kernel
-            InteractiveShell.clear_instance()
+    myst_glue("key", value, display=display)
+    first_cell.glue("key", value, display=display)
     assert len(sent) == 2 and sent[0] == sent[1]
     data, metadata, _ = sent[1]
     assert metadata["scrapbook"]["name"] == "key"
