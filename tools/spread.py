@@ -14,8 +14,10 @@ would: PyTorch's CPU kernel level, the thread count, MKL's and OpenBLAS's code p
 combination of the second nbval pass (the Makefile's ALT_CPU). nbval reads the notebook and runs
 its cells in a kernel; the file is never written (except by --declare, which changes only cell
 metadata). For every cell it writes down which printed numbers moved against the stored output,
-and to what, in tools/spread.json (keyed by notebook and cell id). Measuring some
-settings or notebooks replaces those and keeps the rest, as long as the cells are unchanged.
+and to what, in tools/spread.json (keyed by notebook, machine, setting and cell id). Measuring
+some settings or notebooks replaces those of this machine and keeps the rest, other machines'
+included, as long as the cells are unchanged: the same setting picks other kernels on another
+CPU (MKL takes other code paths on AMD and Intel), so the tolerances cover every machine measured.
 
 The rule (tests/README.md, "Writing a stable output"; tests/tools/test_spread.py holds it):
 
@@ -196,11 +198,29 @@ def analyse(record: dict) -> dict:
     return out
 
 
+def runs_of(measured: dict) -> list[tuple[str, str, dict]]:
+    """Every stored run of a notebook: (setting, machine, run), over every machine measured."""
+    return [(setting, machine, run) for machine, runs in sorted(measured.get("machines", {}).items())
+            for setting, run in sorted(runs.items())]
+
+
+def label(setting: str, machine: str) -> str:
+    """A run's name in messages: `nbval-alt [AMD EPYC, 2 CPUs]`."""
+    return f"{setting} [{machine}]"
+
+
 def moves_of(measured: dict, cid: str) -> list[Move]:
-    """Every move of a cell's numbers, over the stored settings."""
-    return [Move(name, one_number(m["stored"]), one_number(m["new"]), m["line"], f"{m['output']}{m['at']}")
-            for name, run in sorted(measured.get("settings", {}).items())
+    """Every move of a cell's numbers, over the stored settings of every machine."""
+    return [Move(label(setting, machine), one_number(m["stored"]), one_number(m["new"]), m["line"],
+                 f"{m['output']}{m['at']}")
+            for setting, machine, run in runs_of(measured)
             for m in run.get("moved", {}).get(cid, [])]
+
+
+def found_in(measured: dict, what: str, cid: str) -> dict[str, str]:
+    """The runs in which a cell's words changed (what="changed") or it failed ("errors"), by run name."""
+    return {label(setting, machine): run[what][cid] for setting, machine, run in runs_of(measured)
+            if cid in run.get(what, {})}
 
 
 # ---- the rule ----------------------------------------------------------------------------------
@@ -339,17 +359,16 @@ def check_notebook(path: Path, measurement: dict, root: Path = ROOT) -> list[str
     if stale or gone:
         problems.append(f"{name}: cells changed since their spread was measured (ids {', '.join(stale + gone)}): {again}")
     want = settings()
-    have = measured.get("settings", {})
-    missing = [s for s in want if s not in have or have[s].get("env") != want[s]]
+    have = {setting for setting, _, run in runs_of(measured) if run.get("env") == want.get(setting)}
+    missing = [s for s in want if s not in have]
     if missing:
         problems.append(f"{name}: measured under {len(want) - len(missing)} of {len(want)} settings; "
                         f"missing or changed: {', '.join(missing)}: {again}")
     if problems:
         return problems
     for i, cell in enumerate(code):
-        found = check_cell(cell, moves_of(measured, cell.id),
-                           {s: r["changed"][cell.id] for s, r in have.items() if cell.id in r.get("changed", {})},
-                           {s: r["errors"][cell.id] for s, r in have.items() if cell.id in r.get("errors", {})})
+        found = check_cell(cell, moves_of(measured, cell.id), found_in(measured, "changed", cell.id),
+                           found_in(measured, "errors", cell.id))
         problems += [f"{name}, cell {i} (id {cell.id}): {p}" for p in found]
     return problems
 
@@ -428,9 +447,14 @@ def find_notebooks(names: list[str]) -> list[Path]:
 
 
 def load(path: Path = MEASUREMENT) -> dict:
-    if path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))
-    return {"notebooks": {}}
+    if not path.exists():
+        return {"notebooks": {}}
+    measurement = json.loads(path.read_text(encoding="utf-8"))
+    for entry in measurement.get("notebooks", {}).values():
+        # A measurement written before runs were kept per machine: each run names its machine.
+        for setting, run in entry.pop("settings", {}).items():
+            entry.setdefault("machines", {}).setdefault(run.get("machine", "unknown"), {})[setting] = run
+    return measurement
 
 
 def save(measurement: dict, path: Path = MEASUREMENT, root: Path = ROOT) -> None:
@@ -479,11 +503,13 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
         name = path.relative_to(ROOT).as_posix()
         cells = fingerprints(path)
         entry = measurement["notebooks"].get(name)
+        here = machine()
         if entry is None or entry.get("cells") != cells:
             if entry is not None:
-                print(f"{name}: its cells changed since the last measurement; the old one is dropped")
-            entry = {"cells": cells, "settings": {}}
-        print(f"{name}: {len(chosen)} settings, {len(cells)} code cells", flush=True)
+                print(f"{name}: its cells changed since the last measurement; the old one is dropped "
+                      f"(every machine's: {', '.join(sorted(entry.get('machines', {}))) or 'none'})")
+            entry = {"cells": cells, "machines": {}}
+        print(f"{name}: {len(chosen)} settings, {len(cells)} code cells, on {here}", flush=True)
 
         def one(item):
             setting, env = item
@@ -499,9 +525,9 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
                     failed += 1
                     print(f"  {setting}: FAILED: {err}", flush=True)
                     continue
-                run["machine"] = machine()
+                run["machine"] = here
                 run["when"] = time.strftime("%Y-%m-%d %H:%M")
-                entry["settings"][setting] = run
+                entry["machines"].setdefault(here, {})[setting] = run
                 moved = ", ".join(f"{cells[c]['index']}" for c in run["moved"]) or "none"
                 extra = "".join(f"; {what} in cells {', '.join(str(cells[c]['index']) for c in run[what])}"
                                 for what in ("changed", "errors") if run[what])
@@ -523,12 +549,12 @@ def report(notebooks: list[Path], measurement: dict) -> None:
         if measured is None:
             print(f"{name}: not measured")
             continue
-        runs = measured["settings"]
-        seconds = ", ".join(f"{s} {r['seconds']:.0f} s" for s, r in sorted(runs.items()))
-        print(f"{name}: {len(runs)} settings ({seconds})")
+        for where, runs in sorted(measured.get("machines", {}).items()):
+            seconds = ", ".join(f"{s} {r['seconds']:.0f} s" for s, r in sorted(runs.items()))
+            print(f"{name} on {where}: {len(runs)} settings ({seconds})")
         for cid, info in sorted(measured["cells"].items(), key=lambda kv: kv[1]["index"]):
             moves = moves_of(measured, cid)
-            other = {w: sorted(s for s, r in runs.items() if cid in r.get(w, {})) for w in ("changed", "errors")}
+            other = {w: sorted(found_in(measured, w, cid)) for w in ("changed", "errors")}
             if moves:
                 print(f"  cell {info['index']} (id {cid}): {moved_summary(moves)}")
             for what, under in other.items():
@@ -547,7 +573,6 @@ def declare(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
                 f"run make spread SPREAD_ARGS=\"--notebook {path.stem}\""]
     nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
     notes, changed = [], False
-    runs = measured.get("settings", {})
     for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
         where = f"{name}, cell {i} (id {cell.id})"
         moves = [] if ignored(cell) else moves_of(measured, cell.id)
@@ -565,9 +590,7 @@ def declare(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
                 cell.metadata[KEY] = proposed.as_metadata()
                 notes.append(f"{where}: declared {proposed}" + (f" (was {current})" if current else ""))
             changed = True
-        left = check_cell(cell, moves,
-                          {s: r["changed"][cell.id] for s, r in runs.items() if cell.id in r.get("changed", {})},
-                          {s: r["errors"][cell.id] for s, r in runs.items() if cell.id in r.get("errors", {})})
+        left = check_cell(cell, moves, found_in(measured, "changed", cell.id), found_in(measured, "errors", cell.id))
         notes += [f"{where}: to fix by hand: {p}" for p in left]
     if changed:
         tmp = path.with_name(f".{path.name}.declare")

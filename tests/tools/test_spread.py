@@ -78,21 +78,33 @@ def write_notebook(root: Path, cells: list[tuple[str, dict | None]]) -> Path:
     return path
 
 
-def measurement_of(path: Path, root: Path, runs: dict[str, dict[str, str]]) -> dict:
-    """A measurement in which, under each setting, cell id -> the stdout it printed instead."""
+MACHINE = "Made-up CPU, 2 CPUs"
+
+
+def runs_on(path: Path, runs: dict[str, dict[str, str]], chosen=None) -> dict:
+    """One machine's runs: under each setting (all, or the chosen), cell id -> the stdout it printed instead."""
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     settings = {}
     for name, env in spread.settings().items():
+        if chosen is not None and name not in chosen:
+            continue
         cells = []
         for c in code:
             new = runs.get(name, {}).get(c.id, c.outputs[0].text)
             cells.append({"id": c.id, "stored": {"stdout": [c.outputs[0].text]}, "new": {"stdout": [new]}})
         settings[name] = {"env": env, **spread.analyse({"cells": cells})}
+    return settings
+
+
+def measurement_of(path: Path, root: Path, runs: dict[str, dict[str, str]]) -> dict:
+    """A measurement on one machine in which, under each setting, cell id -> the stdout it printed instead."""
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
     name = path.relative_to(root).as_posix()
     return {"notebooks": {name: {"cells": {c.id: {"index": i, "fingerprint": cell_fingerprint(c)}
                                            for i, c in enumerate(code)},
-                                 "settings": settings}}}
+                                 "machines": {MACHINE: runs_on(path, runs)}}}}
 
 
 @pytest.fixture
@@ -175,8 +187,42 @@ def test_a_cell_changed_since_its_measurement_fails(lesson, tmp_path):
 
 def test_a_setting_not_measured_fails(lesson, tmp_path):
     path, measured = lesson(first={"atol": 0.03})
-    del next(iter(measured["notebooks"].values()))["settings"]["aten-avx2"]
+    del next(iter(measured["notebooks"].values()))["machines"][MACHINE]["aten-avx2"]
     assert "missing or changed: aten-avx2" in problems(path, measured, tmp_path)
+
+
+def test_a_move_on_another_machine_must_be_covered_too(lesson, tmp_path):
+    """MKL takes other code paths on AMD and Intel under the same setting: a number that held on one
+    CPU and moved on another needs its tolerance, and a setting measured on either machine counts."""
+    path, measured = lesson(first={"atol": 0.03})
+    entry = next(iter(measured["notebooks"].values()))
+    entry["machines"]["Other CPU, 2 CPUs"] = runs_on(path, {"nbval-alt": {"c001": printed(1.5, 0.26)}},
+                                                     chosen={"nbval-alt"})
+    del entry["machines"][MACHINE]["nbval-alt"]
+    found = problems(path, measured, tmp_path)
+    assert "cell 1 (id c001)" in found and "declares no tolerance" in found
+    assert "nbval-alt [Other CPU, 2 CPUs]" in found and "missing" not in found
+
+
+def test_measuring_on_a_new_machine_keeps_the_other_machines_runs(lesson, tmp_path, monkeypatch):
+    path, measured = lesson(first={"atol": 0.03})
+    monkeypatch.setattr(spread, "ROOT", tmp_path)
+    monkeypatch.setattr(spread, "save", lambda m: None)
+    monkeypatch.setattr(spread, "machine", lambda: "Other CPU, 2 CPUs")
+    monkeypatch.setattr(spread, "run_setting", lambda nb, name, env, timeout: {
+        "env": env, "seconds": 1.0, "moved": {}, "changed": {}, "errors": {}})
+    assert spread.measure([path], {"here": {}}, measured, jobs=1, timeout=60) == 0
+    machines = next(iter(measured["notebooks"].values()))["machines"]
+    assert set(machines) == {MACHINE, "Other CPU, 2 CPUs"} and set(machines["Other CPU, 2 CPUs"]) == {"here"}
+    assert len(machines[MACHINE]) == len(spread.settings())
+
+
+def test_a_measurement_written_before_machines_is_read_by_machine(tmp_path):
+    old = {"notebooks": {"notebooks/01_lesson.ipynb": {"cells": {}, "settings": {
+        "here": {"env": {}, "machine": "AMD EPYC, 2 CPUs", "moved": {}, "changed": {}, "errors": {}}}}}}
+    (tmp_path / "spread.json").write_text(json.dumps(old))
+    entry = spread.load(tmp_path / "spread.json")["notebooks"]["notebooks/01_lesson.ipynb"]
+    assert set(entry) == {"cells", "machines"} and set(entry["machines"]["AMD EPYC, 2 CPUs"]) == {"here"}
 
 
 # ---- what --declare writes -----------------------------------------------------------------------
@@ -228,9 +274,10 @@ def test_declare_writes_only_metadata_and_what_it_writes_holds(lesson, tmp_path,
 def test_the_stored_measurement_is_what_spread_writes():
     measured = spread.load()
     for name, entry in measured["notebooks"].items():
-        assert set(entry) == {"cells", "settings"}, name
-        for setting, run in entry["settings"].items():
-            assert {"env", "moved", "changed", "errors"} <= set(run), (name, setting)
+        assert set(entry) == {"cells", "machines"}, name
+        for setting, machine, run in spread.runs_of(entry):
+            assert {"env", "moved", "changed", "errors", "machine"} <= set(run), (name, setting)
+            assert run["machine"] == machine, (name, setting)
             for moves_of_cell in run["moved"].values():
                 for m in moves_of_cell:
                     spread.one_number(m["stored"]), spread.one_number(m["new"])
