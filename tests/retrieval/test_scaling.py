@@ -222,6 +222,7 @@ def test_trainer_entry_writes_a_searchable_run_in_one_process(tiny, data_dir, tm
     assert not (tmp_path / "r3").exists() and not list(tmp_path.glob(".r3*"))  # nothing half-written left
 
 
+@pytest.mark.e2e  # it reads the torchrun launch: unmarked, make unit launched torchrun a second time
 def test_the_train_command_runs_unchanged_under_torchrun(launch):
     """`torchrun --nproc_per_node 2 -m labs train ...`: DDP on gloo, a searchable run folder from rank 0."""
     assert launch["stdout"].count("selected epoch") == 1  # only rank 0 reports
