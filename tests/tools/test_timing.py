@@ -99,6 +99,27 @@ def test_timed_records_wall_and_cpu_and_keeps_the_exit_status(tmp_path):
     assert set(found) == {"spin_s", "spin_cpu_s"} and found["spin_cpu_s"] >= 0.3 and found["spin_s"] >= 0.3
 
 
+# A parent that leaves a spinning grandchild behind and ends at once, as Chromium leaves its zygote.
+ORPHAN = ("import os, sys, time\n"
+          "if os.fork() == 0:\n"
+          "    if os.fork() == 0:\n"
+          "        t = time.process_time()\n"
+          "        while time.process_time() - t < 0.4: pass\n"
+          "    os._exit(0)\n"
+          "os.wait()\n")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a child subreaper is Linux's")
+def test_timed_counts_the_cpu_of_an_orphan_nobody_waited_for(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "timed.py"), str(tmp_path), "orphan",
+                           sys.executable, "-c", ORPHAN], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    found = json.loads((tmp_path / "orphan.json").read_text())
+    assert found["orphan_cpu_s"] >= 0.4  # getrusage alone: about 0.05 (the parents only)
+    # nothing of it is left running or unreaped
+    assert not subprocess.run(["pgrep", "-f", "process_time\\(\\) - t < 0.4"], capture_output=True).stdout
+
+
 def test_timed_names_a_command_it_cannot_run_and_a_bad_key(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "tools" / "timed.py"), str(tmp_path), "gone",
                            str(tmp_path / "no-such-command")], capture_output=True, text=True, timeout=60)
