@@ -15,10 +15,6 @@ BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 TORCH  := torch==2.13.0
 TIMES  := .cache/timings
-# What make test runs behind the book's chain (make live, the build, its browser checks: the longest
-# path): the unit tests, the end-to-end tests and nbval get the cores the chain leaves (nice 10). Empty
-# when they are run alone.
-BEHIND :=
 # Runs a command and writes its wall and CPU time to $(TIMES)/KEY.json for the summary (tools/timed.py,
 # standard library only: it runs before .venv exists).
 TIMED  = $(firstword $(PYTHON) python3) tools/timed.py $(TIMES)
@@ -151,13 +147,13 @@ outputs: setup
 # pipelines in quick mode, signals to the CLI); make test runs both side by side. make e2e's times go
 # under the key end_to_end (tools/timed.py's keys are letters and '_').
 unit: setup
-	@TIMING_KEY=unit $(TIMED) unit $(BEHIND) $(PY) -m pytest -q -p tools.timing -m "not e2e" tests
+	@TIMING_KEY=unit $(TIMED) unit $(PY) -m pytest -q -p tools.timing -m "not e2e" tests
 
 e2e: setup
-	@TIMING_KEY=end_to_end $(TIMED) end_to_end $(BEHIND) $(PY) -m pytest -q -p tools.timing -m e2e tests
+	@TIMING_KEY=end_to_end $(TIMED) end_to_end $(PY) -m pytest -q -p tools.timing -m e2e tests
 
 nbval: setup
-	@$(TIMED) nbval $(BEHIND) $(PY) $(NBVAL) notebooks
+	@$(TIMED) nbval $(PY) $(NBVAL) notebooks
 
 nbval-alt: setup
 	@echo "nbval again, as another CPU would compute: $(ALT_CPU)"
@@ -223,7 +219,7 @@ test:
 # make test's steps, timed as one: the set-up, then every check side by side.
 test-steps:
 	@$(TIMED) setup $(MAKE) --no-print-directory -j2 setup vendor && \
-	$(MAKE) --no-print-directory -j5 -k --output-sync=target BEHIND="nice -n 10" unit e2e nbval checked-book lab-check
+	$(MAKE) --no-print-directory -j5 -k --output-sync=target unit e2e nbval checked-book lab-check
 
 report:
 	$(PY) -m tools.report $(TIMES)
