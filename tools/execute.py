@@ -20,6 +20,8 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from tools.kernel_client import slice_polls
+
 
 # The same quiet, offline environment as `make test`: no hub, no progress bars.
 QUIET_ENV = {
@@ -35,14 +37,14 @@ QUIET_ENV = {
 
 def execute(path: Path, timeout: int = 600) -> float:
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
+    client = slice_polls(NotebookClient(
         nb,
         timeout=timeout,
         kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
         store_widget_state=True,
         record_timing=False,
-    )
+    ))
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start

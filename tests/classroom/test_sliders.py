@@ -381,13 +381,14 @@ def run_in_kernel(env: dict, walk: bool = True):
     from nbclient import NotebookClient
 
     from tools.colab import frontend
+    from tools.kernel_client import slice_polls
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in KERNEL_CELLS])
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        client = NotebookClient(nb, kernel_name="python3", timeout=120, store_widget_state=True,
-                                resources={"metadata": {"path": str(ROOT)}})
+        client = slice_polls(NotebookClient(nb, kernel_name="python3", timeout=120, store_widget_state=True,
+                                            resources={"metadata": {"path": str(ROOT)}}))
 
         async def go():
             async with client.async_setup_kernel():

@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT))  # run as a script too
 
 from tools.colab import frontend  # noqa: E402
 from tools import nbval_tolerance  # noqa: E402
+from tools.kernel_client import slice_polls  # noqa: E402
 from tools.spread import ignored  # noqa: E402
 from tools.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text,  # noqa: E402
                                           first_code_cell, problems as cell_problems)
@@ -289,8 +290,8 @@ def _client(nb, cwd: Path, timeout: int):
     from nbclient import NotebookClient
 
     km = AsyncKernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(KERNELS)]))
-    return NotebookClient(nb, km=km, timeout=timeout, resources={"metadata": {"path": str(cwd)}},
-                          store_widget_state=True, record_timing=False, allow_errors=False)
+    return slice_polls(NotebookClient(nb, km=km, timeout=timeout, resources={"metadata": {"path": str(cwd)}},
+                                      store_widget_state=True, record_timing=False, allow_errors=False))
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

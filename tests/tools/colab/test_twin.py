@@ -136,6 +136,8 @@ def test_the_twin_judges_every_cell_as_nbval_does(tmp_path):
     import nbformat
     from nbclient import NotebookClient
 
+    from tools.kernel_client import slice_polls
+
     cells = []
     for count, (source, text, metadata, kind, _) in enumerate(COMPARED, start=1):
         cell = nbformat.v4.new_code_cell(source, metadata=metadata, execution_count=count)
@@ -152,7 +154,7 @@ def test_the_twin_judges_every_cell_as_nbval_does(tmp_path):
     nbval_passed = {case.get("name"): not list(case) for case in ET.parse(report).iter("testcase")}
 
     ran = nbformat.read(path, as_version=4)
-    NotebookClient(ran, timeout=120, kernel_name="python3").execute()
+    slice_polls(NotebookClient(ran, timeout=120, kernel_name="python3")).execute()
     stored = nbformat.read(path, as_version=4)
     said = {f"Cell {number}": twin.NbvalCell(path, old, number).differences(new.outputs) if twin.compared(old) else []
             for number, (old, new) in enumerate(zip(stored.cells, ran.cells))}
