@@ -143,11 +143,16 @@ outputs: setup
 	$(PY) -m tools.execute notebooks/*.ipynb
 
 # ---- checks --------------------------------------------------------------
-# The unit tests, and apart the few slow end-to-end ones (marked e2e: fresh processes, torchrun, whole
-# pipelines in quick mode, signals to the CLI); make test runs both side by side. make e2e's times go
-# under the key end_to_end (tools/timed.py's keys are letters and '_').
+# The unit tests, and apart the slow end-to-end ones (marked e2e: fresh processes and kernels,
+# torchrun, whole pipelines in quick mode, signals to the CLI); make test runs both side by side.
+# make unit alone runs on both cores (UNIT_WORKERS, two pytest-xdist workers): 104-113 s where one
+# process took 172 s, for 178-206 CPU-s against 174 (each worker builds the shared models it needs).
+# make test, whose five jobs already fill the cores, runs it in one process (UNIT_WORKERS empty),
+# and the end-to-end tests always (on two workers they took 198 CPU-s against 179). make e2e's times
+# go under the key end_to_end (tools/timed.py's keys are letters and '_').
+UNIT_WORKERS := -n 2
 unit: setup
-	@TIMING_KEY=unit $(TIMED) unit $(PY) -m pytest -q -p tools.timing -m "not e2e" tests
+	@TIMING_KEY=unit $(TIMED) unit $(PY) -m pytest -q $(UNIT_WORKERS) -p tools.timing -m "not e2e" tests
 
 e2e: setup
 	@TIMING_KEY=end_to_end $(TIMED) end_to_end $(PY) -m pytest -q -p tools.timing -m e2e tests
@@ -219,7 +224,7 @@ test:
 # make test's steps, timed as one: the set-up, then every check side by side.
 test-steps:
 	@$(TIMED) setup $(MAKE) --no-print-directory -j2 setup vendor && \
-	$(MAKE) --no-print-directory -j5 -k --output-sync=target unit e2e nbval checked-book lab-check
+	$(MAKE) --no-print-directory -j5 -k --output-sync=target UNIT_WORKERS= unit e2e nbval checked-book lab-check
 
 report:
 	$(PY) -m tools.report $(TIMES)

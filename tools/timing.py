@@ -10,7 +10,9 @@ otherwise. Every time is a pair, wall seconds and CPU seconds (user plus system,
 - otherwise, ``KEY_slowest.json``: ``{"KEY_slowest": [[test, wall, cpu], ...], "KEY_tests": n}``,
   the SLOWEST_TESTS slowest of the n tests that ran, each with its setup, call and teardown (so a
   session fixture's build counts in the first test that asks for it, as in pytest's
-  ``--durations``). The CPU counts the subprocesses a test waited for.
+  ``--durations``). The CPU counts the subprocesses a test waited for. Under pytest-xdist
+  (``-n 2``) each worker measures its own tests and sends the pair with the test's teardown report;
+  only the controller writes the file.
 
 A wall time far above its CPU time is a test that waited: for a subprocess it did not wait for, for
 the network, or for the cores, on a loaded machine. It measures; it never fails a test.
@@ -70,21 +72,43 @@ def kernel_cpu(before: tuple[int, float] | None, after: tuple[int, float] | None
     return (after[1] if after else 0.0) - (before[1] if before else 0.0)
 
 
+PROPERTY = "tools.timing"  # the (wall, cpu) pair a test's teardown report carries
+
+
+def _is_notebook(item) -> bool:
+    return Path(str(item.fspath)).suffix == ".ipynb"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    notebook = Path(str(item.fspath)).suffix == ".ipynb"
+    notebook = _is_notebook(item)
     k0 = _kernel(item) if notebook else None
-    start, cpu = time.perf_counter(), _cpu_here()
+    item._timing_start = start, cpu = time.perf_counter(), _cpu_here()
     yield
-    took, used = time.perf_counter() - start, _cpu_here() - cpu
     if notebook:
+        took, used = time.perf_counter() - start, _cpu_here() - cpu
         used += kernel_cpu(k0, _kernel(item))
         name = Path(str(item.fspath)).name
         _notebooks[name][0] += took
         _notebooks[name][1] += used
         _cells[name].append((cell_label(item), took, used))
-    else:
-        _tests.append((item.nodeid, took, used))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test's wall and CPU, from the start of its setup to the end of its teardown, on its
+    teardown report: where the test ran (an xdist worker included)."""
+    outcome = yield
+    start = getattr(item, "_timing_start", None)
+    if call.when == "teardown" and start is not None and not _is_notebook(item):
+        outcome.get_result().user_properties.append(
+            (PROPERTY, (time.perf_counter() - start[0], _cpu_here() - start[1])))
+
+
+def pytest_runtest_logreport(report):
+    """Where the reports arrive (pytest itself, or the xdist controller): collect the pairs."""
+    if report.when == "teardown":
+        _tests.extend((report.nodeid, *pair) for key, pair in report.user_properties if key == PROPERTY)
 
 
 def summary(key: str) -> dict:
@@ -100,8 +124,8 @@ def summary(key: str) -> dict:
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if not (_notebooks or _tests):
-        return
+    if hasattr(getattr(session, "config", None), "workerinput") or not (_notebooks or _tests):
+        return  # an xdist worker: its controller writes
     key = os.environ.get("TIMING_KEY") or ("notebooks" if _notebooks else "unit")
     if not re.fullmatch(r"[a-z_]+", key):
         raise pytest.UsageError(f"TIMING_KEY must be lower-case letters and '_', got {key!r}")

@@ -114,6 +114,7 @@ print(json.dumps({"text": png_text(png), "width_pt": figure_width_pt(png), "meta
 """
 
 
+@pytest.mark.e2e  # a fresh process
 def test_setup_applies_the_defaults_and_each_png_records_its_smallest_text(tmp_path):
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, cwd=ROOT, timeout=300,
                           env={"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),

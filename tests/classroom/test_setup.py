@@ -67,6 +67,7 @@ def probed() -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.e2e  # the probe: setup() in a fresh process
 def test_setup_seeds_threads_determinism_and_cuda_settings(probed):
     draws = {case["draw"] for case in probed["cases"]}
     assert len(draws) == 1  # every call seeds torch's generator again: the same first draw
@@ -77,11 +78,13 @@ def test_setup_seeds_threads_determinism_and_cuda_settings(probed):
     assert (first["module"], first["glue"]) == ("labs.classroom.setup", "glue")  # the book tools are installed here
 
 
+@pytest.mark.e2e  # the probe: setup() in a fresh process
 @pytest.mark.parametrize("index", range(len(HUB_CASES)), ids=[case[0] for case in HUB_CASES])
 def test_the_hub_is_off_except_on_colab_unless_told(probed, index):
     assert probed["cases"][index]["hub"] == HUB_CASES[index][-1]
 
 
+@pytest.mark.e2e  # the probe: setup() in a fresh process
 def test_without_the_book_tools_glue_is_a_stand_in(probed):
     assert probed["without_book_tools"] == "_no_glue"
 

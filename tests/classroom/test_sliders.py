@@ -271,6 +271,7 @@ def load_executor():
     return execute
 
 
+@pytest.mark.e2e  # a fresh kernel or process
 def test_make_outputs_stores_every_position_in_the_notebook(tmp_path):
     """`make outputs` (tools/execute.py) keeps the widget state the book embeds."""
     cell = (
@@ -330,6 +331,7 @@ def test_with_no_frontend_one_line_then_the_start_position(monkeypatch, capsys):
     assert plt.get_fignums() == []
 
 
+@pytest.mark.e2e  # a fresh kernel or process
 def test_a_script_prints_one_line_and_the_start_position():
     """A plain `python` process: no IPython, no kernel; nothing is left to show but text."""
     script = (
@@ -409,6 +411,7 @@ def run_in_kernel(env: dict, walk: bool = True):
     return nb, client, found, calls
 
 
+@pytest.mark.e2e  # a fresh kernel or process
 def test_ipywidgets_8_in_a_kernel_keeps_the_stored_positions_and_computes_a_live_one():
     nb, client, (s,), calls = run_in_kernel({"IPYWIDGETS_7": "", "NO_COMMS": ""})
     assert s.kind == "stack" and s.labels == ["0", "5", "10", "20"] and s.choice_labels == ["a", "b", "c"]
@@ -419,6 +422,7 @@ def test_ipywidgets_8_in_a_kernel_keeps_the_stored_positions_and_computes_a_live
     assert calls == 9 + 1 + s.checked
 
 
+@pytest.mark.e2e  # a fresh kernel or process
 def test_ipywidgets_7_in_a_kernel_redraws_one_output_from_python():
     """Colab's case: every move goes to the kernel, which redraws the one Output with what fn
     prints and draws there (a position is computed when first visited)."""
@@ -438,6 +442,7 @@ def test_ipywidgets_7_in_a_kernel_redraws_one_output_from_python():
     assert calls == 6 + s.checked
 
 
+@pytest.mark.e2e  # a fresh kernel or process
 def test_the_walk_catches_an_output_that_is_not_what_the_code_computes():
     """A function that prints something new at every call: the shown output (first call) never
     equals a fresh computation, and the walk says so."""
@@ -450,6 +455,7 @@ def test_the_walk_catches_an_output_that_is_not_what_the_code_computes():
     assert len([p for p in s.problems if "the code computes" in p]) == s.checked
 
 
+@pytest.mark.e2e  # a fresh kernel or process
 def test_a_kernel_without_widget_comms_shows_the_start_position():
     nb, _, found, calls = run_in_kernel({"IPYWIDGETS_7": "", "NO_COMMS": "1"}, walk=False)
     assert found == []

@@ -161,6 +161,7 @@ print(json.dumps({"before": before, "during": during, "probe": probe, "reset": r
 """
 
 
+@pytest.mark.e2e  # a fresh process
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="Linux /proc needed")
 def test_peak_resident_memory_sees_a_torch_allocation_after_a_reset():
     """In a fresh process: a long-lived one may hand torch memory that is already resident."""

@@ -50,6 +50,22 @@ def test_the_slowest_tests_are_listed_slowest_first_with_wall_cpu_and_the_count(
 
 
 @pytest.mark.e2e
+def test_under_xdist_the_controller_lists_every_workers_tests_with_their_cpu(tmp_path):
+    """make unit runs `-n 2`: each worker measures its tests, the controller alone writes them all."""
+    (tmp_path / "test_some.py").write_text(
+        "import time\n\n"
+        + "".join(f"def test_spins_{i}():\n    exec({SPIN.format(0.2)!r})\n\n" for i in range(4))
+        + "def test_sleeps():\n    time.sleep(0.3)\n")
+    done = _pytest(tmp_path, "-p", "xdist", "-n", "2", "test_some.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = json.loads((tmp_path / "timings" / "unit_slowest.json").read_text())
+    rows = {test.split("::")[1]: (wall, cpu) for test, wall, cpu in found["unit_slowest"]}
+    assert found["unit_tests"] == 5 and len(rows) == 5
+    assert all(rows[f"test_spins_{i}"][1] >= 0.2 for i in range(4))
+    assert rows["test_sleeps"][0] >= 0.3 and rows["test_sleeps"][1] < 0.2
+
+
+@pytest.mark.e2e
 def test_each_notebook_gets_wall_and_cpu_and_its_slowest_cells_named(tmp_path):
     nb = new_notebook(cells=[new_code_cell("import time\ntime.sleep(0.5)"), new_code_cell(SPIN.format(0.4)),
                              new_code_cell("# a comment first\n" + SPIN.format(0.2)), new_code_cell("x = 1")])

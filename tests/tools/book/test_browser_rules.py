@@ -318,6 +318,7 @@ def test_live_sliders_are_read_back_from_a_widget_state():
 # ---- what a plain `pytest tests` runs -------------------------------------------------------
 
 
+@pytest.mark.e2e  # pytest in a fresh process
 def test_a_folder_run_leaves_the_browser_modules_out_and_says_so():
     run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                           "--confcutdir", "tests/book", "tests/book"],
