@@ -98,8 +98,10 @@ def smallest_text_pt(fig) -> float | None:
     import matplotlib
 
     buf = io.StringIO()
+    # Every text is written out whether or not it lies inside the canvas, so the whole figure is
+    # drawn once (no tight box: that draws it twice).
     with matplotlib.rc_context({"svg.fonttype": "none"}):
-        fig.savefig(buf, format="svg", bbox_inches="tight")
+        fig.savefig(buf, format="svg")
     sizes = svg_text_sizes(buf.getvalue())
     return min(sizes) if sizes else None
 

@@ -160,14 +160,16 @@ def _about(fig) -> str:
     return "; ".join(parts) if parts else "a figure"
 
 
+# What an SVG's text needs escaped in a data: URL (everything else may stay as it is).
+_SVG_URL_ESCAPES = str.maketrans({"%": "%25", "#": "%23", "'": "%27", "\n": "%0A", "\r": "%0D", "\t": "%09"})
+
+
 def image_html(data: dict, alt: str) -> str:
     """An <img> showing a stored SVG or PNG figure with `alt` as its alt text (a data: URL: the
     SVG as text, only %, #, quotes and line breaks escaped; the PNG in base64)."""
     if "image/svg+xml" in data:
         svg = "".join(data["image/svg+xml"])
-        body = "".join({"%": "%25", "#": "%23", "'": "%27", "\n": "%0A", "\r": "%0D", "\t": "%09"}.get(c, c)
-                       for c in svg)
-        src = "data:image/svg+xml," + body
+        src = "data:image/svg+xml," + svg.translate(_SVG_URL_ESCAPES)
     else:
         src = "data:image/png;base64," + "".join(data["image/png"]).replace("\n", "")
     return f"<img class=\"{FIGURE_CLASS}\" alt=\"{html.escape(alt, quote=True)}\" src='{src.replace('&', '&amp;')}'>"

@@ -79,6 +79,16 @@ def test_matplotlibs_own_defaults_fail_the_floor_and_the_measurement_says_so():
         plt.close(fig)
 
 
+def test_a_text_outside_the_canvas_is_measured_as_the_tight_picture_shows_it():
+    """The PNGs are saved with a tight box, which takes in a text placed outside the canvas: the
+    measurement (one plain draw) counts it too."""
+    with matplotlib.rc_context({"font.size": 11}):
+        fig = busy_figure()
+        fig.text(1.3, 0.5, "a note beside the figure", fontsize=5)
+        assert smallest_text_pt(fig) == pytest.approx(5)
+        plt.close(fig)
+
+
 def test_a_figure_without_text_measures_none():
     fig, ax = plt.subplots()
     ax.axis("off")

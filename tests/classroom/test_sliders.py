@@ -467,3 +467,19 @@ def test_a_kernel_without_widget_comms_shows_the_start_position():
     assert len(figures) == 1 and stored_figure(figures[0])[0] == "svg"  # the static figure, with its alt
     assert not [o for o in outs if o["output_type"] == "execute_result"]  # None: nothing else shown
     assert calls == 1  # only the start position was computed
+
+
+def test_an_svg_figure_is_a_data_url_that_gives_back_its_text():
+    """image_html escapes only what a data: URL and the quoted src need; the browser gets the SVG back."""
+    import html as html_lib
+    import re
+    from urllib.parse import unquote
+
+    svg = "<svg id='a#1'>\n\t<text>50% of %23 &amp; 'quoted' #2</text>\r\n</svg>"
+    tag = sliders.image_html({"image/svg+xml": [svg[:9], svg[9:]]}, alt='a "bar" <chart>')
+    src = re.fullmatch(r"<img class=\"[^\"]+\" alt=\"([^\"]*)\" src='([^']*)'>", tag)
+    assert src, tag
+    assert html_lib.unescape(src.group(1)) == 'a "bar" <chart>'
+    url = html_lib.unescape(src.group(2))
+    assert url.startswith("data:image/svg+xml,") and not re.search(r"[#'\n\r\t]", url)
+    assert unquote(url.removeprefix("data:image/svg+xml,")) == svg

@@ -39,7 +39,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # The temperature lesson: its first slider cell needs only a few cheap cells before it.
 DEFAULT = min((ROOT / "notebooks").glob("*_temperature.ipynb"), default=ROOT / "notebooks" / "temperature.ipynb")
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 TIMEOUT_S = 240  # the whole check: about 25 s alone, longer beside make test's other jobs
 PROBE_MARK = "LAB_CHECK_VALUES"
 # Two PNG renderings of one figure "match" when no more than this share of their pixels differ by
@@ -317,6 +316,8 @@ def drive_browser(url: str, port: int, deadline: float,
     ("svg" or "png", bytes)), the control values)."""
     from playwright.sync_api import sync_playwright
 
+    from tools.book.browser import CHROMIUM, FLAGS
+
     def left_ms() -> float:
         remaining = (deadline - time.monotonic()) * 1000
         if remaining <= 0:
@@ -324,9 +325,7 @@ def drive_browser(url: str, port: int, deadline: float,
         return remaining
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                                          "--disable-component-update", "--disable-sync", "--no-first-run"])
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1600})
             local = re.compile(rf"^(https?|wss?)://(127\.0\.0\.1|localhost):{port}/")
