@@ -153,8 +153,9 @@ outputs: setup
 # and the end-to-end tests always (on two workers they took 198 CPU-s against 179). make e2e's times
 # go under the key end_to_end (tools/timed.py's keys are letters and '_').
 # Each test process computes on one thread (the processes beside it, or the other worker, have the
-# other core): alone on this machine the unit tests took 135 CPU-s on one thread against 149 on two,
-# and less wall time too; the end-to-end tests 155 against 164. A lesson's kernel still sets its own
+# other core): alone on this machine the unit tests in one process took 135 CPU-s on one thread
+# against 149 on two, and less wall time too (make unit on its two workers: 108 s, 185 CPU-s); the
+# end-to-end tests 155 against 164. A lesson's kernel still sets its own
 # threads (setup()), so what a test runs in a kernel computes as the book does.
 TEST_THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 UNIT_WORKERS := -n 2
