@@ -106,9 +106,9 @@ _vendor/.stamp: package.json package-lock.json .ci/vendor.sh
 vendor: _vendor/.stamp
 
 # Debian's headless Chromium (tools/book/browser.py says why this build): the browser, live-demo and
-# JupyterLab checks run in it.
+# JupyterLab checks run in it. CHROMIUM=/path/to/chromium runs them in another build instead.
 chromium:
-	@command -v chromium-headless-shell >/dev/null 2>&1 || { \
+	@command -v $${CHROMIUM:-chromium-headless-shell} >/dev/null 2>&1 || { \
 	  echo "Installing Debian's chromium-headless-shell for the browser checks"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null; }
 
