@@ -211,9 +211,14 @@ browser: setup chromium
 	  --screenshots _build/screenshots $(if $(PAGES),--pages "$(PAGES)")
 
 # A clean book build followed by the browser check on it (the screenshots to look at: make browser).
+# The page checks and the live-demo checks run side by side, each in its own Chromium (the live ones
+# read a linked copy of the book): they are make test's last step, and one process alone left the
+# other core idle for the last half minute. The live checks' output follows the pages'.
 checked-book: fresh-book chromium
-	@$(BOOK_ENV) $(TIMED) book_checks $(BOOK_PYTEST) tests/book/test_browser.py tests/book/test_live.py \
-	  --html-root _build/html
+	@mkdir -p .cache; $(BOOK_ENV) $(TIMED) book_checks sh -c '\
+	  $(BOOK_PYTEST) tests/book/test_live.py --html-root _build/html > .cache/live-checks.log 2>&1 & live=$$!; \
+	  $(BOOK_PYTEST) tests/book/test_browser.py --html-root _build/html; pages=$$?; \
+	  wait $$live; live=$$?; cat .cache/live-checks.log; test $$pages = 0 && test $$live = 0'
 
 # Every check runs side by side (the unit tests, nbval, a clean book build and its browser check, the
 # JupyterLab check): on a 2-core machine the cores never wait for one job to
