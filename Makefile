@@ -147,16 +147,13 @@ outputs: setup
 # ---- checks --------------------------------------------------------------
 # The unit tests, and apart the slow end-to-end ones (marked e2e: fresh processes and kernels,
 # torchrun, whole pipelines in quick mode, signals to the CLI); make test runs both side by side.
-# make unit alone runs on both cores (UNIT_WORKERS, two pytest-xdist workers): 104-113 s where one
-# process took 172 s, for 178-206 CPU-s against 174 (each worker builds the shared models it needs).
-# make test, whose five jobs already fill the cores, runs it in one process (UNIT_WORKERS empty),
-# and the end-to-end tests always (on two workers they took 198 CPU-s against 179). make e2e's times
-# go under the key end_to_end (tools/timed.py's keys are letters and '_').
-# Each test process computes on one thread (the processes beside it, or the other worker, have the
-# other core): alone on this machine the unit tests in one process took 135 CPU-s on one thread
-# against 149 on two, and less wall time too (make unit on its two workers: 108 s, 185 CPU-s); the
-# end-to-end tests 155 against 164. A lesson's kernel still sets its own
-# threads (setup()), so what a test runs in a kernel computes as the book does.
+# make unit alone runs on two pytest-xdist workers (UNIT_WORKERS): 108 s where one process took
+# 135-172 s. make test, whose five jobs already fill the cores, runs it in one process, and the
+# end-to-end tests always (on two workers they took 198 CPU-s against 179).
+# Each test process computes on one thread (TEST_THREADS; the other core is another job's): alone,
+# the unit tests in one process took 135 CPU-s against 149 on two threads, the end-to-end tests 155
+# against 164. A lesson's kernel sets its own threads (setup()), so it computes as the book does.
+# make e2e's times go under the key end_to_end (tools/timed.py's keys are letters and '_').
 TEST_THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 UNIT_WORKERS := -n 2
 unit: setup

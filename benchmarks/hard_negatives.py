@@ -16,7 +16,7 @@ Times, on this machine and in one run:
 Timings on a shared machine vary; the ratios are the numbers to compare. Each side is the best of
 15 runs, taken in turn: a 2-core virtual machine's speed swings by up to 2x within one run, and
 with the best of 5 the pair's ratio ranged from 3.8x to 5.2x over seven runs (4.4x to 4.7x over
-four runs with 15). Budgets from the issue: 0.5 s for the models and curves, 5 s for the 10-seed
+seven runs with 15). Budgets from the issue: 0.5 s for the models and curves, 5 s for the 10-seed
 table.
 """
 

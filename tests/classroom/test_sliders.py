@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import html as html_lib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import unquote
 
 import ipywidgets as widgets
 import matplotlib
@@ -471,10 +474,6 @@ def test_a_kernel_without_widget_comms_shows_the_start_position():
 
 def test_an_svg_figure_is_a_data_url_that_gives_back_its_text():
     """image_html escapes only what a data: URL and the quoted src need; the browser gets the SVG back."""
-    import html as html_lib
-    import re
-    from urllib.parse import unquote
-
     svg = "<svg id='a#1'>\n\t<text>50% of %23 &amp; 'quoted' #2</text>\r\n</svg>"
     tag = sliders.image_html({"image/svg+xml": [svg[:9], svg[9:]]}, alt='a "bar" <chart>')
     src = re.fullmatch(r"<img class=\"[^\"]+\" alt=\"([^\"]*)\" src='([^']*)'>", tag)
