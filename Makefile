@@ -31,7 +31,8 @@ LAB_PORT ?= 8888
 # The book checks (tests/book): without the rest of tests/ (its fixtures load models) or pytest's
 # installed plugins (nbval's import alone takes 2 s).
 BOOK_ENV    := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
-BOOK_PYTEST := $(PY) -m pytest -q --confcutdir tests/book
+# Their one plugin: pytest-playwright (and the base-url plugin its fixtures need) gives them the browser.
+BOOK_PYTEST := $(PY) -m pytest -q --confcutdir tests/book -p pytest_playwright.pytest_playwright -p pytest_base_url.plugin
 export PYTHONHASHSEED := 0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -124,7 +125,7 @@ live: setup vendor
 
 # The live demos in Chromium against the Python models (tests/book/test_live.py), on the built book.
 live-check: setup chromium
-	$(BOOK_ENV) $(BOOK_PYTEST) tests/book/test_live.py --html-root _build/html
+	$(BOOK_ENV) $(BOOK_PYTEST) tests/book/test_live*.py --html-root _build/html
 
 book: setup vendor live
 	@$(TIMED) book_build $(BIN)/jupyter-book build . --builder html -W -n --keep-going
@@ -213,7 +214,7 @@ browser: setup chromium
 # other core idle for the last half minute. The live checks' output follows the pages'.
 checked-book: fresh-book chromium
 	@mkdir -p .cache; $(BOOK_ENV) $(TIMED) book_checks sh -c '\
-	  $(BOOK_PYTEST) tests/book/test_live.py --html-root _build/html > .cache/live-checks.log 2>&1 & live=$$!; \
+	  $(BOOK_PYTEST) tests/book/test_live*.py --html-root _build/html > .cache/live-checks.log 2>&1 & live=$$!; \
 	  $(BOOK_PYTEST) tests/book/test_browser.py --html-root _build/html; pages=$$?; \
 	  wait $$live; live=$$?; cat .cache/live-checks.log; test $$pages = 0 && test $$live = 0'
 

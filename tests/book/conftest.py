@@ -1,4 +1,12 @@
-"""Options of the book checks, and the rule that keeps a plain `pytest tests` off the browser.
+"""Options of the book checks, their browser, the live demos' page, and the rule that keeps a plain
+`pytest tests` off the browser.
+
+The browser is pytest-playwright's ``browser`` fixture (one Chromium a pytest process, started on
+first use): `browser_type_launch_args` below gives it the build and the flags of
+tools/book/browser.py. The live-demo tests (every ``test_live*.py``) share the fixtures after it:
+a linked copy of the built book with the fixture page (``site``), its server (``live_url``), the
+page every test that uses the model shares (``session``, one model load a module) and contexts of
+their own (``fresh``); tests/book/live_helpers.py has the helpers they drive the demos with.
 
 test_browser.py drives headless Chromium over the built book and test_lab.py drives JupyterLab:
 they run only when named (make checked-book, make browser, make lab-check), or with --html-root
@@ -9,14 +17,18 @@ in every `pytest tests`.
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 
 import pytest
 
+from tests.book.live_helpers import Session
+from tools.book import browser as chrome, live_page
+
 LEFT_OUT = pytest.StashKey[set]()  # the browser modules a folder run left out
 FINDINGS = pytest.StashKey[tuple]()  # (the findings file, every page's result), set by test_browser.py
 BROWSER_MODULES = {"test_browser.py": "make checked-book or make browser", "test_lab.py": "make lab-check",
-                   "test_live.py": "make checked-book or make live-check"}
+                   "test_live*.py": "make checked-book or make live-check"}
 
 
 def pytest_addoption(parser):
@@ -39,13 +51,19 @@ def pytest_addoption(parser):
 def pytest_ignore_collect(collection_path: Path, config):
     """Not collected from a folder run unless the built book is given (named on the command line,
     they always are)."""
-    if collection_path.name in BROWSER_MODULES and collection_path.parent == Path(__file__).parent:
-        if collection_path.name in ("test_browser.py", "test_live.py") and config.getoption("html_root", default=None):
+    module = _browser_module(collection_path.name)
+    if module and collection_path.parent == Path(__file__).parent:
+        if module != "test_lab.py" and config.getoption("html_root", default=None):
             return None
         if _folder_run(config, collection_path):
-            config.stash.setdefault(LEFT_OUT, set()).add(collection_path.name)
+            config.stash.setdefault(LEFT_OUT, set()).add(module)
         return True
     return None
+
+
+def _browser_module(name: str) -> str | None:
+    """The BROWSER_MODULES key that names this file, if any."""
+    return next((key for key in BROWSER_MODULES if fnmatch.fnmatch(name, key)), None)
 
 
 def _folder_run(config, path: Path) -> bool:
@@ -71,3 +89,70 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_line(
             f"browser check: {len(results)} pages, problems by rule: "
             + (", ".join(f"{rule} {n}" for rule, n in sorted(counts.items())) or "none") + f"; all of them in {path}")
+
+
+# ---- the browser (pytest-playwright) -------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright launches the Chromium build and flags of tools/book/browser.py, headless."""
+    return {**browser_type_launch_args, "executable_path": chrome.CHROMIUM, "headless": True, "args": chrome.FLAGS}
+
+
+# ---- the live demos' page ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def book(request) -> Path:
+    """The built book (--html-root), with its live/ folder."""
+    root = Path(request.config.getoption("html_root") or "_build/html").resolve()
+    if not (root / "live" / "manifest.json").is_file():
+        pytest.fail(f"{root}: no live/ folder in the built book (make book builds it, with make live)")
+    return root
+
+
+@pytest.fixture(scope="module")
+def site(book, tmp_path_factory) -> Path:
+    """A linked copy of the book with the page of every demo (tools/book/live_page.py): a test may replace a file there."""
+    return live_page.mirror(book, tmp_path_factory.mktemp("live") / "html")
+
+
+@pytest.fixture(scope="module")
+def live_url(site):
+    with chrome.serve(site) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def outside() -> list[str]:
+    """Every request a context of this module sent off 127.0.0.1 (refused)."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def session(browser, live_url, outside):
+    """The fixture page, shared by the tests of a module that use the model (one model load for all of them).
+    What it fetched from live/ before any test used a demo is kept in ``before_use``."""
+    s = Session(browser, live_url, outside, viewport={"width": 1280, "height": 900})
+    s.open()
+    s.page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
+    s.page.wait_for_timeout(300)
+    s.before_use = {p.split("?")[0] for p in s.live_requests()}
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def fresh(browser, live_url, outside):
+    """Start browser contexts of their own (an empty cache): ``fresh(**context_options)``; closed after the test."""
+    made = []
+
+    def start(**options):
+        s = Session(browser, live_url, outside, **options)
+        made.append(s)
+        return s
+
+    yield start
+    for s in made:
+        s.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.book import browser
+from tools.book import browser as checks
 from tests.book.conftest import FINDINGS
 
 
@@ -27,7 +27,7 @@ def _pages(config) -> list[str]:
     root = _root(config)
     if not (root / "index.html").exists():
         raise pytest.UsageError(f"{root}: no built book (run make book, or give --html-root)")
-    every = [p.relative_to(root).as_posix() for p in browser.book_pages(root)]
+    every = [p.relative_to(root).as_posix() for p in checks.book_pages(root)]
     wanted = [p.removeprefix("./") for p in re.split(r"[\s,]+", config.getoption("pages")) if p]
     missing = sorted(set(wanted) - set(every))
     if missing:
@@ -36,8 +36,8 @@ def _pages(config) -> list[str]:
 
 
 def pytest_generate_tests(metafunc):
-    if "page" in metafunc.fixturenames:
-        metafunc.parametrize("page", _pages(metafunc.config))
+    if "page_path" in metafunc.fixturenames:
+        metafunc.parametrize("page_path", _pages(metafunc.config))
 
 
 @pytest.fixture(scope="module")
@@ -49,11 +49,11 @@ def book(request) -> Path:
 def findings(request, book):
     """Every page's result; written out, by rule, when the module ends."""
     started = time.monotonic()
-    results: dict[str, browser.PageResult] = {}
+    results: dict[str, checks.PageResult] = {}
     yield results
     path = Path(request.config.getoption("findings") or book.parent / "browser-check.txt")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(browser.report(results), encoding="utf-8")
+    path.write_text(checks.report(results), encoding="utf-8")
     request.config.stash[FINDINGS] = (path, results)
     if not request.config.getoption("pages"):
         timings = Path(request.config.getoption("timings"))
@@ -63,18 +63,8 @@ def findings(request, book):
 
 
 @pytest.fixture(scope="module")
-def chromium(book):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=browser.CHROMIUM, headless=True, args=browser.FLAGS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture(scope="module")
-def base_url(book):
-    with browser.serve(book) as url:
+def book_url(book):
+    with checks.serve(book) as url:
         yield url
 
 
@@ -89,23 +79,23 @@ def shots(request) -> Path | None:
 def test_page_weights(book, request):
     """Each page (its HTML and the images it loads) under 3 MB, the whole book under 80 MB; no page loads
     the theme's icon script, and only pages with widgets load the widget runtime."""
-    weights = browser.page_weights(book, browser.book_pages(book))
+    weights = checks.page_weights(book, checks.book_pages(book))
     timings = Path(request.config.getoption("timings"))
     timings.mkdir(parents=True, exist_ok=True)
     (timings / "page_weights.json").write_text(json.dumps({"page_weights": weights}, indent=1))
-    problems = browser.weight_problems(weights) + browser.asset_problems(book, browser.book_pages(book))
+    problems = checks.weight_problems(weights) + checks.asset_problems(book, checks.book_pages(book))
     assert not problems, "\n".join(map(str, problems))
 
 
-def test_page(page, book, chromium, base_url, shots, findings):
-    context = chromium.new_context()
+def test_page(page_path, book, browser, book_url, shots, findings):
+    context = browser.new_context()
     try:
-        result = browser.check_page(context.new_page(), book, book / page, base_url, shots)
+        result = checks.check_page(context.new_page(), book, book / page_path, book_url, shots)
     finally:
         context.close()
-    findings[page] = result
+    findings[page_path] = result
     if result.problems:
-        pytest.fail(f"{page} ({result.summary}): {len(result.problems)} problem(s)\n"
+        pytest.fail(f"{page_path} ({result.summary}): {len(result.problems)} problem(s)\n"
                     + "\n".join(f"  - {p}" for p in result.problems), pytrace=False)
 
 
@@ -124,7 +114,7 @@ def describe_dial(tau: float) -> str:
     return f"At tau {tau:.3f} the bar reaches {1 / (1 + tau):.0%} of the axis."
 
 
-def test_a_live_slider_in_the_page_for_every_reader(book, chromium, tmp_path):
+def test_a_live_slider_in_the_page_for_every_reader(book, browser, tmp_path):
     """live_slider's stored figures carry their alt text in Chromium (the book's own widget manager and
     course.js): the handle is named and announces the readout, a move announces the new picture, step
     buttons move a slider whose 31 stops are too fine for a finger at 390 px, and axe finds nothing
@@ -156,8 +146,8 @@ def test_a_live_slider_in_the_page_for_every_reader(book, chromium, tmp_path):
     view = json.dumps({"version_major": 2, "version_minor": 0, "model_id": box.model_id})
     (tmp_path / "slider.html").write_text(SLIDER_PAGE.format(state=json.dumps(state).replace("</", "<\\/"),
                                                              view=view), encoding="utf-8")
-    with browser.serve(tmp_path) as url:
-        context = chromium.new_context(viewport={"width": 390, "height": 844})
+    with checks.serve(tmp_path) as url:
+        context = browser.new_context(viewport={"width": 390, "height": 844})
         try:
             page = context.new_page()
             page.goto(f"{url}/slider.html", wait_until="load")
@@ -179,9 +169,9 @@ def test_a_live_slider_in_the_page_for_every_reader(book, chromium, tmp_path):
             step.click()
             page.wait_for_function("() => document.querySelector('.widget-readout').textContent.trim() === '0.24'")
             assert alt() == [describe_dial(0.24)]
-            page.add_script_tag(content=browser.AXE_JS.read_text(encoding="utf-8"))
+            page.add_script_tag(content=checks.AXE_JS.read_text(encoding="utf-8"))
             violations = page.evaluate("async () => (await axe.run(document.querySelector('article'))).violations"
                                        ".map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes}))")
-            assert browser.axe_problems(violations, "390 px") == []
+            assert checks.axe_problems(violations, "390 px") == []
         finally:
             context.close()

@@ -28,12 +28,12 @@ import json
 import re
 import time
 from pathlib import Path
-from urllib.parse import urlparse
 
 import numpy as np
 import pytest
 
-from tools.book import browser, live_page
+from tests.book.live_helpers import WAIT_MS, ask, demo, state
+from tools.book import live_page
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVE_WORK = ROOT / "_live" / "work"  # tools/live_model.py's fp32 exports and fine-tuned folder
@@ -41,7 +41,6 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 INT8_TOLERANCE = 0.03  # a cosine, page (8-bit weights, query and documents) against sentence-transformers (fp32)
 FP32_TOLERANCE = 1e-5
 EXACT = 1e-9  # float64 arithmetic, page against labs
-WAIT_MS = 90_000  # model loads wait on the page, not on a clock; generous under make test's load
 MODEL_FILE = "live/models/minilm/onnx/model_quantized.onnx"
 LONG = ("My router blinks orange and will not reset even after I hold the button. " * 200)[:10_000]
 TEXTS = [
@@ -56,8 +55,7 @@ TEXTS = [
 ]
 
 
-def _root(config) -> Path:
-    return Path(config.getoption("html_root") or "_build/html").resolve()
+BEFORE_USE = {"/live/stored.js", "/live/demos.js", "/live/live.css"}  # all a page with a demo fetches from live/
 
 
 # ---- the Python side ------------------------------------------------------------------------
@@ -92,139 +90,6 @@ def manifest(book):
 @pytest.fixture(scope="module")
 def search_docs(minilm, manifest):
     return encode(minilm, manifest["sets"]["search"]["texts"])
-
-
-# ---- the browser ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def book(request) -> Path:
-    root = _root(request.config)
-    if not (root / "live" / "manifest.json").is_file():
-        pytest.fail(f"{root}: no live/ folder in the built book (make book builds it, with make live)")
-    return root
-
-
-@pytest.fixture(scope="module")
-def site(book, tmp_path_factory) -> Path:
-    return live_page.mirror(book, tmp_path_factory.mktemp("live") / "html")
-
-
-@pytest.fixture(scope="module")
-def base_url(site):
-    with browser.serve(site) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=browser.CHROMIUM, headless=True, args=browser.FLAGS)
-        yield launched
-        launched.close()
-
-
-class Session:
-    """One browser context: every request off 127.0.0.1 refused and recorded, every request and page error kept."""
-
-    def __init__(self, chromium, base_url: str, outside: list[str], **options):
-        self.context = chromium.new_context(**options)
-        self.requests: list[str] = []
-        self.errors: list[str] = []
-        self.outside = outside
-        self.base_url = base_url
-
-        def route(r):
-            url = r.request.url
-            if url.startswith(("data:", "blob:")) or urlparse(url).hostname == "127.0.0.1" or url.startswith("file:"):
-                r.continue_()
-            else:
-                outside.append(url)
-                r.abort()
-
-        self.context.route("**/*", route)
-        self.context.on("request", lambda r: self.requests.append(r.url))
-        self.page = self.context.new_page()
-        self.page.on("pageerror", lambda e: self.errors.append(f"{e} {e.stack or ''}"))
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" and "live" in m.text else None)
-
-    def open(self, rel: str = live_page.FIXTURE, wait_demos: bool = True):
-        self.page.goto(f"{self.base_url}/{rel}", wait_until="load")
-        if wait_demos:
-            self.page.wait_for_function("() => document.querySelectorAll('.live-demo.live-built').length === "
-                                        "document.querySelectorAll('.live-demo').length", timeout=WAIT_MS)
-        return self.page
-
-    def live_requests(self) -> list[str]:
-        return [urlparse(u).path for u in self.requests if "/live/" in urlparse(u).path]
-
-    def live_errors(self) -> list[str]:
-        return [e for e in self.errors if "/live/" in e or "live-loader" in e]
-
-    def close(self):
-        self.context.close()
-
-
-@pytest.fixture(scope="module")
-def outside() -> list[str]:
-    return []
-
-
-BEFORE_USE = {"/live/stored.js", "/live/demos.js", "/live/live.css"}  # all a page with a demo fetches from live/
-
-
-@pytest.fixture(scope="module")
-def session(chromium, base_url, outside):
-    """The fixture page, shared by the tests that use the model (one model load for all of them).
-    What it fetched from live/ before any test used a demo is kept in ``before_use``."""
-    s = Session(chromium, base_url, outside, viewport={"width": 1280, "height": 900})
-    s.open()
-    s.page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
-    s.page.wait_for_timeout(300)
-    s.before_use = {p.split("?")[0] for p in s.live_requests()}
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def fresh(chromium, base_url, outside):
-    """A browser context of its own (an empty cache), closed after the test."""
-    made = []
-
-    def start(**options):
-        s = Session(chromium, base_url, outside, **options)
-        made.append(s)
-        return s
-
-    yield start
-    for s in made:
-        s.close()
-
-
-def demo(page, kind: str, nth: int = 0):
-    return page.locator(f'.live-demo[data-live="{kind}"]').nth(nth)
-
-
-def state(page, kind: str, nth: int = 0) -> dict:
-    return demo(page, kind, nth).evaluate("d => JSON.parse(JSON.stringify(d.labsLive))")
-
-
-def ask(page, kind: str, text: str | None = None, chip: int | None = None) -> dict:
-    """Type ``text`` into a search demo (or click example ``chip``) and wait for the page's own ranking of it."""
-    box = demo(page, kind)
-    if chip is not None:
-        box.locator(".live-chip").nth(chip).click()
-    else:
-        box.locator("input").fill(text)
-    want = box.locator("input").input_value()
-    demo(page, kind).evaluate(
-        "(d, want) => new Promise((ok, no) => { const t0 = Date.now(); (function poll() { const s = d.labsLive;"
-        " if (s.query === want && s.rankings && !s.stored) return ok(); if (s.status === 'fallback') return no(new"
-        " Error(s.fallback)); if (Date.now() - t0 > " + str(WAIT_MS) + ") return no(new Error('no ranking'));"
-        " setTimeout(poll, 20); })(); })", want)
-    return state(page, kind)
 
 
 def shown_ok(got: dict, key: str, python: np.ndarray, ids: list[str], what: str) -> None:
