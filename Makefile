@@ -18,7 +18,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 TORCH  := torch==2.13.0
-# A check's recipe starts with $(TIME): "time unit: 101.2 s wall, 95.1 s user, 3.2 s system" when it
+# A check's recipe starts with $(TIME): "time unit: W s wall, U s user, S s system" when it
 # ends (CPU: its processes and those they waited for, on all cores); make budget collects the lines.
 TIMED  = TIMEFORMAT='time $(1): %1R s wall, %1U s user, %1S s system'; time
 TIME   = $(call TIMED,$@)
@@ -48,8 +48,8 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 # made training steps several times slower. Results are unchanged.
 export OMP_WAIT_POLICY := PASSIVE
 # Python caches compiled modules (__pycache__) for everything make runs, even where the machine
-# sets PYTHONDONTWRITEBYTECODE (the CI machines do): the install skips byte-compiling its 18,000
-# files (about 45 s), and the few thousand the checks import are compiled once (end of setup).
+# sets PYTHONDONTWRITEBYTECODE (the CI machines do): the install skips byte-compiling every file it
+# installs, and the few thousand the checks import are compiled once (end of setup).
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help python setup vendor chromium live live-check book book-clean test unit e2e nbval nbval-alt browser checked-book lab \
@@ -112,23 +112,18 @@ _vendor/.stamp: package.json package-lock.json .ci/vendor.sh
 
 vendor: _vendor/.stamp
 
-# Debian's headless Chromium (tools/book/browser.py says why this build): the browser, live-demo and
-# JupyterLab checks run in it. CHROMIUM=/path/to/chromium runs them in another build instead.
+# The browser and live-demo checks run in Debian's headless Chromium (CHROMIUM=/path/to/chromium: another).
 chromium:
 	@command -v $${CHROMIUM:-chromium-headless-shell} >/dev/null 2>&1 || { \
 	  echo "Installing Debian's chromium-headless-shell for the browser checks"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null; }
 
 # ---- the book ------------------------------------------------------------
-# The in-page model of the live demos (tools/live_model.py): the packaged all-MiniLM-L6-v2 and lesson 7's
-# fine-tuned copy (trained here as the lesson trains it) exported to ONNX with 8-bit weights, the search
-# sets' vectors, the stored examples, transformers.js and onnxruntime-web from node_modules and the page
-# files of book/live, into _live/site (copied into the book by html_extra_path). Its own target because
-# a first build is long (the fine-tuning); a stamp keyed on its inputs skips it when nothing changed.
+# Its own target: a first build is long (tools/live_model.py fine-tunes lesson 7's model); a stamp skips it.
 live: setup vendor
 	@$(TIME) $(PY) -m tools.live_model _live
 
-# The live demos in Chromium against the Python models (tests/book/test_live.py), on the built book.
+# The live demos in Chromium against the Python models, on the built book.
 live-check: setup chromium
 	$(BOOK_ENV) $(BOOK_PYTEST) tests/book/test_live.py --html-root _build/html
 
@@ -151,12 +146,7 @@ outputs: setup
 	$(PY) -m tools.execute notebooks/*.ipynb
 
 # ---- checks --------------------------------------------------------------
-# The unit tests, and apart the slow end-to-end ones (marked e2e: fresh processes and kernels,
-# torchrun, whole pipelines in quick mode, signals to the CLI); make test runs both side by side.
-# make unit alone uses both cores (UNIT_WORKERS, pytest-xdist); in make test the other jobs fill them,
-# so one process. Each test process computes on one thread (TEST_THREADS): the other core is another
-# job's. A lesson's kernel sets its own threads (setup()), so it computes as the book does.
-# Each prints its slowest tests (--durations).
+# The slow end-to-end tests (marked e2e) apart, so make unit stays quick; one thread a test process.
 TEST_THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 UNIT_WORKERS := -n 2
 unit: setup
@@ -172,11 +162,7 @@ nbval-alt: setup
 	@echo "nbval again, as another CPU would compute: $(ALT_CPU)"
 	@$(TIME) $(ALT_CPU) $(PY) $(NBVAL) $(NOTEBOOKS)
 
-# How far each cell's printed numbers move under other CPU settings (tests/README.md, "Writing a stable
-# output"): each notebook runs under nbval once per setting, niced; the notebooks are only read
-# (--declare writes tolerances into their cell metadata). Not part of make test: too long; needed
-# only when a cell prints other numbers (tests/tools/test_spread.py says which notebook).
-# make spread SPREAD_ARGS="--notebook 03 --settings here,nbval-alt" measures a part.
+# Not in make test (every notebook under 13 settings): needed when a cell prints other numbers (test_spread names it).
 spread: setup
 	$(PY) -m tools.spread $(SPREAD_ARGS)
 
@@ -185,51 +171,36 @@ lab: setup
 	$(BIN)/jupyter-lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=notebooks \
 	  --MultiKernelManager.default_kernel_name=python3 $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# GPU only, not part of make test: the CLI on CUDA with the tiny Qwen3 twin stored in bf16 (twice: the
-# runs must agree exactly), fp16 + gradient checkpointing, then the full-size benchmark. No network. Writes book/gpu-check.txt (commit it); without CUDA it writes nothing and exits 2.
+# GPU only, outside make test: the GPU path end to end (benchmarks/gpu_check.py), into book/gpu-check.txt.
 gpu-check: setup
 	$(PY) benchmarks/gpu_check.py
 
-# Colab's runtime rebuilt from the package registries (tools/colab/twin.py): its versions in
-# .cache/colab-twin (kept until tools/colab/runtime.txt changes), the course installed the way each
-# notebook's first cell installs it (from this checkout: COURSE_SOURCE), every notebook top to bottom,
-# its outputs compared with the stored ones as nbval compares them (declared tolerances), every slider
-# moved through the kernel and compared with what its code computes, and torchrun's two-process
-# training compared with one process (tools/ddp_probe.py). Prints the versions and each
-# notebook's time. Not in make test (too long); .ci/run runs it after make test.
-# TWIN_ARGS="--notebooks 04 --no-rehearsal" for a part.
+# Colab's versions (tools/colab/twin.py says what a pass proves); too long for make test. TWIN_ARGS="--notebooks 04".
 colab-twin: setup
 	nice $(PY) -m tools.colab.twin $(TWIN_ARGS)
 
-# The browser check (tests/book/test_browser.py) with screenshots; PAGES="notebooks/03_infonce.html ..."
-# checks only those pages. Every problem, by rule, also goes to _build/browser-check.txt.
+# The browser check, with screenshots to look at; PAGES="notebooks/03_infonce.html ..." for a part.
 browser: setup chromium
 	$(BOOK_ENV) $(BOOK_PYTEST) tests/book/test_browser.py --html-root _build/html \
 	  --screenshots _build/screenshots $(if $(PAGES),--pages "$(PAGES)")
 
-# A clean book build followed by the browser check on it (the screenshots to look at: make browser).
-# The page checks and the live-demo checks run side by side, each in its own Chromium: they are
-# make test's last step, and one alone leaves a core idle. The live checks' output follows the pages'.
+# make test's last step: a clean build, then the page and live-demo checks side by side (one leaves a core idle).
 checked-book: fresh-book chromium
 	@mkdir -p .cache; $(TIME) $(BOOK_ENV) sh -c '\
 	  $(BOOK_PYTEST) tests/book/test_live.py --html-root _build/html > .cache/live-checks.log 2>&1 & live=$$!; \
 	  $(BOOK_PYTEST) tests/book/test_browser.py --html-root _build/html; pages=$$?; \
 	  wait $$live; live=$$?; cat .cache/live-checks.log; test $$pages = 0 && test $$live = 0'
 
-# Every check runs side by side (the unit tests, nbval, a clean book build and its browser checks), so
-# on a 2-core machine the cores never wait for one job; each keeps its output together (--output-sync)
-# and ends with its time. The browser checks wait on the page, not on the clock, so the load beside
-# them does not fail them. The second nbval pass (make nbval-alt) is not here: it would not fit the
-# budget (600 s on 2 cores); CI runs it after make test (.ci/run), and the README says what only it catches.
+# Every check side by side, so no core waits on one job. CI runs nbval-alt after it: it would not fit 600 s.
 test:
 	@$(TIME) $(MAKE) --no-print-directory test-steps
 
-# make test's steps: the set-up, then every check side by side.
+# make test's steps: the set-up, then every check (each keeps its output together and ends with its time).
 test-steps:
 	@$(call TIMED,setup) $(MAKE) --no-print-directory -j2 setup vendor && \
 	$(MAKE) --no-print-directory -j4 -k --output-sync=target UNIT_WORKERS= unit e2e nbval checked-book
 
-# tests/README.md's budget table, measured: make test, its times (the time lines, nbval's JUnit report).
+# tests/README.md's budget table, from a measured make test (time lines, nbval's JUnit report): tools/budget.py.
 budget:
 	@mkdir -p .cache; set -o pipefail; $(MAKE) --no-print-directory test 2>&1 | tee .cache/make-test.log && \
 	$(PY) -m tools.budget .cache/make-test.log .cache/nbval.xml tests/README.md
