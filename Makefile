@@ -53,7 +53,7 @@ export OMP_WAIT_POLICY := PASSIVE
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help python setup vendor chromium live live-check book book-clean test unit e2e nbval nbval-alt browser checked-book lab \
-        fresh-book gpu-check serve outputs lock clean budget spread colab-twin test-steps
+        fresh-book gpu-check serve outputs lock clean budget spread colab-twin test-steps lesson
 
 help:
 	@echo "make book     set up and build the HTML book into _build/html (warnings are errors)"
@@ -76,6 +76,7 @@ help:
 	@echo "make colab-twin  every notebook on a twin of Colab's runtime (Python 3.13, ipywidgets 7, Colab's versions in"
 	@echo "              tools/colab/runtime.txt), installed by its first cell, every slider moved through the kernel"
 	@echo "make budget   make test, then its measured times into tests/README.md's budget table"
+	@echo "make lesson NAME=retrieval_eval  a new lesson that keeps the mechanical rules (notebook, _toc.yml line)"
 
 # ---- set-up --------------------------------------------------------------
 python:
@@ -144,6 +145,11 @@ serve:
 
 outputs: setup
 	$(PY) -m tools.execute notebooks/*.ipynb
+
+# A new lesson starts from what every lesson must hold (tools/lesson.py), not from a copy of another.
+lesson: setup
+	@test -n "$(NAME)" || { echo "make lesson NAME=lower_case_name [TITLE=\"A title\"]"; exit 2; }
+	$(PY) -m tools.lesson $(NAME) $(if $(TITLE),--title "$(TITLE)")
 
 # ---- checks --------------------------------------------------------------
 # The slow end-to-end tests (marked e2e) apart, so make unit stays quick; one thread a test process.
