@@ -2,7 +2,11 @@
 #                              make test   (set up, check everything)
 #                              make lab    (set up, open the notebooks in JupyterLab)
 # Everything installs from nothing: a virtual environment in .venv, the browser assets
-# from the npm registry, and Chromium for the browser checks.
+# from the npm registry, and Chromium for the browser checks. What each part costs:
+# tests/README.md, "The budget" (written by make budget).
+
+# bash, for its time keyword: each check prints its wall and CPU time when it ends.
+SHELL := bash
 
 # The first of python3.13, 3.12, 3.11, 3.10 that runs (or PYTHON=...). A name that exists
 # but does not run (an inactive pyenv shim) is skipped.
@@ -14,19 +18,21 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 TORCH  := torch==2.13.0
-TIMES  := .cache/timings
-# Runs a command and writes its wall and CPU time to $(TIMES)/KEY.json for the summary (tools/timed.py,
-# standard library only: it runs before .venv exists).
-TIMED  = $(firstword $(PYTHON) python3) tools/timed.py $(TIMES)
+# A check's recipe starts with $(TIME): "time unit: W s wall, U s user, S s system" when it
+# ends (CPU: its processes and those they waited for, on all cores); make budget collects the lines.
+TIMED  = TIMEFORMAT='time $(1): %1R s wall, %1U s user, %1S s system'; time
+TIME   = $(call TIMED,$@)
 # The second nbval pass: PyTorch's generic CPU kernels, one thread, MKL's AVX2 code path (this
 # machine picks AVX-512) and an old OpenBLAS core, as another machine would pick them. An output
-# that changes here is fragile (tests/README.md, "Writing a stable output"). MKL's most
-# conservative path (MKL_CBWR=COMPATIBLE MKL_ENABLE_INSTRUCTIONS=SSE4_2) passes too but doubles
-# this pass (lesson 7: 82 s against 37 s); try it with make nbval-alt ALT_CPU="...".
+# that changes here is fragile (tests/README.md, "Writing a stable output"). Try another with
+# make nbval-alt ALT_CPU="...".
 ALT_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
            MKL_ENABLE_INSTRUCTIONS=AVX2 OPENBLAS_CORETYPE=Prescott
-NBVAL   := -m pytest -q -p tools.timing --nbval --nbval-current-env \
+# nbval with the course's sanitize file; the slowest cells at the end, every cell's time in a JUnit
+# report (pytest's own) that make budget sums by notebook.
+NBVAL   := -m pytest -q --durations=10 --nbval --nbval-current-env \
            --nbval-sanitize-with tools/nbval_sanitize.cfg
+NOTEBOOKS ?= notebooks
 LAB_PORT ?= 8888
 # The book checks (tests/book): without the rest of tests/ (its fixtures load models) or pytest's
 # installed plugins (nbval's import alone takes 2 s).
@@ -43,33 +49,35 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 # made training steps several times slower. Results are unchanged.
 export OMP_WAIT_POLICY := PASSIVE
 # Python caches compiled modules (__pycache__) for everything make runs, even where the machine
-# sets PYTHONDONTWRITEBYTECODE (the CI machines do): the install skips byte-compiling its 18,000
-# files (about 45 s), and the few thousand the checks import are compiled once (end of setup).
+# sets PYTHONDONTWRITEBYTECODE (the CI machines do): the install skips byte-compiling every file it
+# installs, and the few thousand the checks import are compiled once (end of setup).
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help python setup vendor chromium live live-check book book-clean test unit e2e nbval nbval-alt browser checked-book lab \
-        lab-check fresh-book gpu-check serve outputs lock clean report spread colab-twin test-steps
+        fresh-book gpu-check serve outputs lock clean budget spread colab-twin test-steps lesson
 
 help:
 	@echo "make book     set up and build the HTML book into _build/html (warnings are errors)"
-	@echo "make test     set up, then unit tests, nbval on every notebook, a clean book build, the browser check,"
-	@echo "              the JupyterLab check (CI then runs make nbval-alt and make colab-twin)"
+	@echo "make test     set up, then unit tests, nbval on every notebook, a clean book build and its browser checks"
+	@echo "              (CI then runs make nbval-alt and make colab-twin)"
 	@echo "make nbval-alt  nbval on every notebook again, as another CPU would compute (CI runs it after make test)"
 	@echo "make lab      set up and open the notebooks in JupyterLab on http://127.0.0.1:$(LAB_PORT)"
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000 for offline reading"
-	@echo "make live     the in-page model and the live demos' files in _live/ (make book runs it; minutes the first"
-	@echo "              time, about a second when nothing changed)"
+	@echo "make live     the in-page model and the live demos' files in _live/ (make book runs it; long the first"
+	@echo "              time, quick when nothing changed)"
 	@echo "make live-check  the live demos in Chromium against the Python models (make checked-book runs it)"
 	@echo "make browser  the browser check on _build/html, with desktop and phone screenshots in _build/screenshots"
 	@echo "              (PAGES=\"notebooks/03_infonce.html ...\" checks only those pages)"
 	@echo "make outputs  re-execute every notebook in place (saves widget state)"
-	@echo "make spread   measure how far each cell's printed numbers move under other CPU settings (niced, long:"
-	@echo "              minutes per notebook and setting) into tools/spread.json;"
+	@echo "make spread   measure how far each cell's printed numbers move under other CPU settings (niced, long)"
+	@echo "              into tools/spread.json;"
 	@echo "              SPREAD_ARGS=\"--notebook 03 --settings here,nbval-alt\" for a part, \"--no-run --declare\""
 	@echo "              to write the tolerances into the notebooks (tests/README.md, \"Writing a stable output\")"
 	@echo "make gpu-check  GPU only: the GPU path end to end, report in book/gpu-check.txt (exit 2 without CUDA)"
 	@echo "make colab-twin  every notebook on a twin of Colab's runtime (Python 3.13, ipywidgets 7, Colab's versions in"
 	@echo "              tools/colab/runtime.txt), installed by its first cell, every slider moved through the kernel"
+	@echo "make budget   make test, then its measured times into tests/README.md's budget table"
+	@echo "make lesson NAME=retrieval_eval  a new lesson that keeps the mechanical rules (notebook, _toc.yml line)"
 
 # ---- set-up --------------------------------------------------------------
 python:
@@ -85,7 +93,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	# is the CUDA build and TORCH_INDEX=https://download.pytorch.org/whl/cpu takes the CPU build.
 	$(PY) -m pip install --quiet --no-compile $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX) --extra-index-url https://pypi.org/simple)
 	# The rest with uv (pinned in constraints.txt): the same versions as pip installs from the same
-	# constraints, in 8 s where pip took 38 s on a 2-core machine; it keeps the torch installed above.
+	# constraints, several times faster; it keeps the torch installed above.
 	$(PY) -m pip install --quiet --no-compile -c constraints.txt uv
 	$(BIN)/uv pip install --quiet --python $(PY) -c constraints.txt -e ".[book,test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (course)" >/dev/null
@@ -106,29 +114,23 @@ _vendor/.stamp: package.json package-lock.json .ci/vendor.sh
 
 vendor: _vendor/.stamp
 
-# Debian's headless Chromium (tools/book/browser.py says why this build): the browser, live-demo and
-# JupyterLab checks run in it. CHROMIUM=/path/to/chromium runs them in another build instead.
+# The browser and live-demo checks run in Debian's headless Chromium (CHROMIUM=/path/to/chromium: another).
 chromium:
 	@command -v $${CHROMIUM:-chromium-headless-shell} >/dev/null 2>&1 || { \
 	  echo "Installing Debian's chromium-headless-shell for the browser checks"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null; }
 
 # ---- the book ------------------------------------------------------------
-# The in-page model of the live demos (tools/live_model.py): the packaged all-MiniLM-L6-v2 and lesson 7's
-# fine-tuned copy (trained here as the lesson trains it) exported to ONNX with 8-bit weights, the search
-# sets' vectors, the stored examples, transformers.js and onnxruntime-web from node_modules and the page
-# files of book/live, into _live/site (copied into the book by html_extra_path). Its own target: a first
-# build takes about 3 minutes on a busy 2-core machine (the fine-tuning most of it); then a stamp keyed on
-# the inputs (package versions, weights, code) skips the models and a run costs about a second.
+# Its own target: a first build is long (tools/live_model.py fine-tunes lesson 7's model); a stamp skips it.
 live: setup vendor
-	@$(TIMED) live_build $(PY) -m tools.live_model _live
+	@$(TIME) $(PY) -m tools.live_model _live
 
-# The live demos in Chromium against the Python models (tests/book/test_live.py), on the built book.
+# The live demos in Chromium against the Python models, on the built book.
 live-check: setup chromium
 	$(BOOK_ENV) $(BOOK_PYTEST) tests/book/test_live*.py --html-root _build/html
 
 book: setup vendor live
-	@$(TIMED) book_build $(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	@$(TIME) $(BIN)/jupyter-book build . --builder html -W -n --keep-going
 
 fresh-book: setup vendor
 	rm -rf _build
@@ -145,35 +147,29 @@ serve:
 outputs: setup
 	$(PY) -m tools.execute notebooks/*.ipynb
 
+# A new lesson starts from what every lesson must hold (tools/lesson.py), not from a copy of another.
+lesson: setup
+	@test -n "$(NAME)" || { echo "make lesson NAME=lower_case_name [TITLE=\"A title\"]"; exit 2; }
+	$(PY) -m tools.lesson $(NAME) $(if $(TITLE),--title "$(TITLE)")
+
 # ---- checks --------------------------------------------------------------
-# The unit tests, and apart the slow end-to-end ones (marked e2e: fresh processes and kernels,
-# torchrun, whole pipelines in quick mode, signals to the CLI); make test runs both side by side.
-# make unit alone runs on two pytest-xdist workers (UNIT_WORKERS): 108 s where one process took
-# 135-172 s. make test, whose five jobs already fill the cores, runs it in one process, and the
-# end-to-end tests always (on two workers they took 198 CPU-s against 179).
-# Each test process computes on one thread (TEST_THREADS; the other core is another job's): alone,
-# the unit tests in one process took 135 CPU-s against 149 on two threads, the end-to-end tests 155
-# against 164. A lesson's kernel sets its own threads (setup()), so it computes as the book does.
-# make e2e's times go under the key end_to_end (tools/timed.py's keys are letters and '_').
+# The slow end-to-end tests (marked e2e) apart, so make unit stays quick; one thread a test process.
 TEST_THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 UNIT_WORKERS := -n 2
 unit: setup
-	@TIMING_KEY=unit $(TEST_THREADS) $(TIMED) unit $(PY) -m pytest -q $(UNIT_WORKERS) -p tools.timing -m "not e2e" tests
+	@$(TIME) $(TEST_THREADS) $(PY) -m pytest -q $(UNIT_WORKERS) --durations=15 -m "not e2e" tests
 
 e2e: setup
-	@TIMING_KEY=end_to_end $(TEST_THREADS) $(TIMED) end_to_end $(PY) -m pytest -q -p tools.timing -m e2e tests
+	@$(TIME) $(TEST_THREADS) $(PY) -m pytest -q --durations=10 -m e2e tests
 
 nbval: setup
-	@$(TIMED) nbval $(PY) $(NBVAL) notebooks
+	@mkdir -p .cache; $(TIME) $(PY) $(NBVAL) --junitxml=.cache/nbval.xml $(NOTEBOOKS)
 
 nbval-alt: setup
 	@echo "nbval again, as another CPU would compute: $(ALT_CPU)"
-	@$(ALT_CPU) TIMING_KEY=notebooks_alt $(TIMED) nbval_alt $(PY) $(NBVAL) notebooks
+	@$(TIME) $(ALT_CPU) $(PY) $(NBVAL) $(NOTEBOOKS)
 
-# How far each cell's printed numbers move under other CPU settings (tests/README.md, "Writing a stable
-# output"): each notebook runs under nbval once per setting, niced; the notebooks are only read
-# (--declare writes tolerances into their cell metadata). Not part of make test: minutes per notebook
-# and setting. make spread SPREAD_ARGS="--notebook 03 --settings here,nbval-alt" measures a part.
+# Not in make test (every notebook under 13 settings): needed when a cell prints other numbers (test_spread names it).
 spread: setup
 	$(PY) -m tools.spread $(SPREAD_ARGS)
 
@@ -182,63 +178,39 @@ lab: setup
 	$(BIN)/jupyter-lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=notebooks \
 	  --MultiKernelManager.default_kernel_name=python3 $(if $(filter 0,$(shell id -u)),--allow-root)
 
-lab-check: setup chromium
-	@$(BOOK_ENV) $(TIMED) lab_check_run $(BOOK_PYTEST) tests/book/test_lab.py
-
-# GPU only, not part of make test: the CLI on CUDA with the tiny Qwen3 twin stored in bf16 (twice: the
-# runs must agree exactly), fp16 + gradient checkpointing, then the full-size benchmark. Under 5 minutes,
-# no network. Writes book/gpu-check.txt (commit it); without CUDA it writes nothing and exits 2.
+# GPU only, outside make test: the GPU path end to end (benchmarks/gpu_check.py), into book/gpu-check.txt.
 gpu-check: setup
 	$(PY) benchmarks/gpu_check.py
 
-# Colab's runtime rebuilt from the package registries (tools/colab/twin.py): its versions in
-# .cache/colab-twin (kept until tools/colab/runtime.txt changes), the course installed the way each
-# notebook's first cell installs it (from this checkout: COURSE_SOURCE), every notebook top to bottom,
-# its outputs compared with the stored ones as nbval compares them (declared tolerances), every slider
-# moved through the kernel and compared with what its code computes, and torchrun's two-process
-# training compared with one process (tools/ddp_probe.py). Prints the versions and each
-# notebook's time. Not in make test (minutes: see the README); .ci/run runs it after make test.
-# TWIN_ARGS="--notebooks 04 --no-rehearsal" for a part.
+# Colab's versions (tools/colab/twin.py says what a pass proves); too long for make test. TWIN_ARGS="--notebooks 04".
 colab-twin: setup
 	nice $(PY) -m tools.colab.twin $(TWIN_ARGS)
 
-# The browser check (tests/book/test_browser.py) with screenshots; PAGES="notebooks/03_infonce.html ..."
-# checks only those pages. Every problem, by rule, also goes to _build/browser-check.txt.
+# The browser check, with screenshots to look at; PAGES="notebooks/03_infonce.html ..." for a part.
 browser: setup chromium
 	$(BOOK_ENV) $(BOOK_PYTEST) tests/book/test_browser.py --html-root _build/html \
 	  --screenshots _build/screenshots $(if $(PAGES),--pages "$(PAGES)")
 
-# A clean book build followed by the browser check on it (the screenshots to look at: make browser).
-# The page checks and the live-demo checks run side by side, each in its own Chromium (the live ones
-# read a linked copy of the book): they are make test's last step, and one process alone left the
-# other core idle for the last half minute. The live checks' output follows the pages'.
+# make test's last step: a clean build, then the page and live-demo checks side by side (one leaves a core idle).
 checked-book: fresh-book chromium
-	@mkdir -p .cache; $(BOOK_ENV) $(TIMED) book_checks sh -c '\
+	@mkdir -p .cache; $(TIME) $(BOOK_ENV) sh -c '\
 	  $(BOOK_PYTEST) tests/book/test_live*.py --html-root _build/html > .cache/live-checks.log 2>&1 & live=$$!; \
 	  $(BOOK_PYTEST) tests/book/test_browser.py --html-root _build/html; pages=$$?; \
 	  wait $$live; live=$$?; cat .cache/live-checks.log; test $$pages = 0 && test $$live = 0'
 
-# Every check runs side by side (the unit tests, nbval, a clean book build and its browser check, the
-# JupyterLab check): on a 2-core machine the cores never wait for one job to
-# finish. Each keeps its own output together (--output-sync). The browser checks wait on the
-# page, not on the clock, so the load beside them does not fail them.
-# The summary at the end (tools/report.py): wall and CPU time of the whole run and of each part, the
-# slowest unit tests, each notebook's time and its slowest cells.
-# The second nbval pass (make nbval-alt) is not here: with it make test did not fit 600 s on a 2-core
-# machine. CI runs it after make test (.ci/run); the README says what only it catches.
+# Every check side by side, so no core waits on one job. CI runs nbval-alt after it: it would not fit 600 s.
 test:
-	@rm -rf $(TIMES); mkdir -p $(TIMES); \
-	$(TIMED) make_test $(MAKE) --no-print-directory test-steps; rc=$$?; \
-	$(PY) -m tools.report $(TIMES) || true; \
-	exit $$rc
+	@$(TIME) $(MAKE) --no-print-directory test-steps
 
-# make test's steps, timed as one: the set-up, then every check side by side.
+# make test's steps: the set-up, then every check (each keeps its output together and ends with its time).
 test-steps:
-	@$(TIMED) setup $(MAKE) --no-print-directory -j2 setup vendor && \
-	$(MAKE) --no-print-directory -j5 -k --output-sync=target UNIT_WORKERS= unit e2e nbval checked-book lab-check
+	@$(call TIMED,setup) $(MAKE) --no-print-directory -j2 setup vendor && \
+	$(MAKE) --no-print-directory -j4 -k --output-sync=target UNIT_WORKERS= unit e2e nbval checked-book
 
-report:
-	$(PY) -m tools.report $(TIMES)
+# tests/README.md's budget table, from a measured make test (time lines, nbval's JUnit report): tools/budget.py.
+budget:
+	@mkdir -p .cache; set -o pipefail; $(MAKE) --no-print-directory test 2>&1 | tee .cache/make-test.log && \
+	$(PY) -m tools.budget .cache/make-test.log .cache/nbval.xml tests/README.md
 
 lock: setup
 	$(PY) -m pip freeze --exclude-editable | sed 's/+cpu//' > .cache/freeze.txt

@@ -14,9 +14,10 @@ would: PyTorch's CPU kernel level, the thread count, MKL's and OpenBLAS's code p
 combination of the second nbval pass (the Makefile's ALT_CPU). nbval reads the notebook and runs
 its cells in a kernel; the file is never written (except by --declare, which changes only cell
 metadata). For every cell it writes down which printed numbers moved against the stored output,
-and to what, in tools/spread.json (keyed by notebook, machine, setting and cell id). Measuring
+and to what, in tools/spread.json (keyed by notebook, machine, setting and cell id), beside the
+numbers each cell printed when measured. Measuring
 some settings or notebooks replaces those of this machine and keeps the rest, other machines'
-included, as long as the cells are unchanged: the same setting picks other kernels on another
+included, as long as the cells print the same numbers: the same setting picks other kernels on another
 CPU (MKL takes other code paths on AMD and Intel), so the tolerances cover every machine measured.
 
 The rule (tests/README.md, "Writing a stable output"; tests/tools/test_spread.py holds it):
@@ -33,6 +34,10 @@ The rule (tests/README.md, "Writing a stable output"; tests/tools/test_spread.py
   stays below DIGITS (10) units of its last printed digit.
 - Words that change, or a cell that fails, under any setting: no tolerance covers that; the
   output has to change (an aggregate over seeds, fewer digits, a figure).
+- The measurement holds while each cell prints the numbers measured. A cell printing other
+  numbers (a new cell, or an edit that moved its output) is measured again; a cell that prints no
+  number, or whose code changed but prints the same numbers, is not (nbval-alt and the Colab
+  twin still compare its numbers on every run; --no-run lists the cells whose code changed).
 
 The measurement runs niced (--nice 15) and one run at a time (--jobs 1), so it can run in the
 background on a busy 2-core machine.
@@ -41,6 +46,7 @@ background on a busy 2-core machine.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -54,6 +60,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from pathlib import Path
 
 import nbformat
@@ -241,14 +248,36 @@ def round_up_1(x: Decimal) -> Decimal:
     return Decimal(digit).scaleb(exponent).normalize()
 
 
-def cell_numbers(cell) -> list[Number]:
-    """The numbers in a cell's stored text outputs."""
+@lru_cache(maxsize=1)
+def sanitizers() -> list[tuple[str, str]]:
+    """The sanitize patterns make nbval passes nbval, read by nbval."""
+    from nbval.plugin import get_sanitize_patterns
+
+    return get_sanitize_patterns(SANITIZE.read_text(encoding="utf-8"))
+
+
+def cell_numbers(cell, sanitize: bool = False) -> list[Number]:
+    """The numbers in a cell's stored text outputs (after nbval's sanitize patterns, if asked)."""
     numbers = []
     for output in cell.get("outputs", []):
         texts = [output.get("text", "")] + [v for m, v in output.get("data", {}).items() if m.startswith("text/")]
         for text in texts:
-            numbers += split_numbers("".join(text) if isinstance(text, list) else text)[1]
+            text = "".join(text) if isinstance(text, list) else text
+            for pattern, replace in sanitizers() if sanitize else []:
+                text = re.sub(pattern, replace, text)
+            numbers += split_numbers(text)[1]
     return numbers
+
+
+def printed(cell) -> list[str]:
+    """The numbers nbval compares in a cell's stored outputs, as printed: what its spread is measured on
+    (none for a cell whose output nbval ignores)."""
+    return [n.raw for n in cell_numbers(cell, sanitize=True)] if not ignored(cell) else []
+
+
+def source_digest(cell) -> str:
+    source = cell.get("source", "")
+    return hashlib.sha256(("".join(source) if isinstance(source, list) else source).encode()).hexdigest()[:16]
 
 
 def propose(moves: list[Move], numbers: list[Number]) -> Tolerance | None:
@@ -342,35 +371,47 @@ def check_cell(cell, moves: list[Move], changed: dict[str, str], errors: dict[st
 
 
 def check_notebook(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
-    """Every way the notebook breaks the rule, or its measurement is missing or stale."""
+    """Every way the notebook breaks the rule, or its measurement is missing or stale.
+
+    A cell's measured spread holds while the numbers it prints (its stored outputs, sanitized as
+    nbval compares them) are the numbers measured, even where its code changed since (the report
+    of `make spread SPREAD_ARGS=--no-run` lists those). A cell that prints no number needs no
+    measurement. A cell printing other numbers than measured asks for `make spread` on its notebook."""
     name = path.resolve().relative_to(root.resolve()).as_posix()
     again = f"run make spread SPREAD_ARGS=\"--notebook {path.stem}\""
-    measured = measurement.get("notebooks", {}).get(name)
-    if measured is None:
-        return [f"{name}: no measurement of its spread in tools/{MEASUREMENT.name}: {again}"]
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    problems = []
     if any(not c.get("id") for c in code):
         return [f"{name}: cells without ids: {again} --add-ids"]
-    fingerprints = {c.id: cell_fingerprint(c) for c in code}
-    stale = [cid for cid, fp in fingerprints.items() if measured.get("cells", {}).get(cid, {}).get("fingerprint") != fp]
-    gone = sorted(set(measured.get("cells", {})) - set(fingerprints))
-    if stale or gone:
-        problems.append(f"{name}: cells changed since their spread was measured (ids {', '.join(stale + gone)}): {again}")
+    measured = measurement.get("notebooks", {}).get(name) or {"cells": {}, "machines": {}}
+    problems, current = [], []
+    for i, cell in enumerate(code):
+        numbers, entry = printed(cell), measured["cells"].get(cell.id, {})
+        if numbers and entry.get("numbers") != numbers:
+            was = f"measured on {summary(entry['numbers'])}" if "numbers" in entry else "not measured"
+            problems.append(f"{name}, cell {i} (id {cell.id}) prints {summary(numbers)}, {was}: {again}")
+        current.append(entry.get("numbers") == numbers)
+    if problems:
+        return problems
+    if not any(printed(c) for c in code):  # nothing to measure
+        return [f"{name}, cell {i} (id {c.id}): {p}" for i, c in enumerate(code) for p in check_cell(c, [], {}, {})]
     want = settings()
     have = {setting for setting, _, run in runs_of(measured) if run.get("env") == want.get(setting)}
     missing = [s for s in want if s not in have]
     if missing:
-        problems.append(f"{name}: measured under {len(want) - len(missing)} of {len(want)} settings; "
-                        f"missing or changed: {', '.join(missing)}: {again}")
-    if problems:
-        return problems
-    for i, cell in enumerate(code):
-        found = check_cell(cell, moves_of(measured, cell.id), found_in(measured, "changed", cell.id),
-                           found_in(measured, "errors", cell.id))
+        return [f"{name}: measured under {len(want) - len(missing)} of {len(want)} settings; "
+                f"missing or changed: {', '.join(missing)}: {again}"]
+    for i, (cell, holds) in enumerate(zip(code, current)):
+        found = (check_cell(cell, moves_of(measured, cell.id), found_in(measured, "changed", cell.id),
+                            found_in(measured, "errors", cell.id)) if holds else check_cell(cell, [], {}, {}))
         problems += [f"{name}, cell {i} (id {cell.id}): {p}" for p in found]
     return problems
+
+
+def summary(numbers: list[str]) -> str:
+    """`3 numbers (2.45, 0.42, 17)`, the first few."""
+    shown = ", ".join(numbers[:4]) + (", ..." if len(numbers) > 4 else "")
+    return f"{len(numbers)} number{'s' if len(numbers) != 1 else ''} ({shown})" if numbers else "no number"
 
 
 # ---- measuring ------------------------------------------------------------------------------------
@@ -446,14 +487,19 @@ def find_notebooks(names: list[str]) -> list[Path]:
     return chosen
 
 
-def load(path: Path = MEASUREMENT) -> dict:
+def load(path: Path = MEASUREMENT, root: Path = ROOT) -> dict:
     if not path.exists():
         return {"notebooks": {}}
     measurement = json.loads(path.read_text(encoding="utf-8"))
-    for entry in measurement.get("notebooks", {}).values():
-        # A measurement written before runs were kept per machine: each run names its machine.
-        for setting, run in entry.pop("settings", {}).items():
-            entry.setdefault("machines", {}).setdefault(run.get("machine", "unknown"), {})[setting] = run
+    for name, entry in measurement.get("notebooks", {}).items():
+        # Written before cells kept their numbers (a digest of source and outputs instead): a cell whose
+        # digest still matches the notebook's takes its numbers from it. Saving writes them down.
+        legacy = {cid: cell for cid, cell in entry.get("cells", {}).items() if "numbers" not in cell}
+        if legacy and (root / name).is_file():
+            now = {c.id: c for c in code_cells(root / name)}
+            for cid, cell in legacy.items():
+                if cid in now and cell_fingerprint(now[cid]) == cell.pop("fingerprint", None):
+                    cell.update(source=source_digest(now[cid]), numbers=printed(now[cid]))
     return measurement
 
 
@@ -481,8 +527,15 @@ def code_cells(path: Path) -> list:
     return cells
 
 
-def fingerprints(path: Path) -> dict[str, dict]:
-    return {c.id: {"index": i, "fingerprint": cell_fingerprint(c)} for i, c in enumerate(code_cells(path))}
+def records(path: Path) -> dict[str, dict]:
+    """Each code cell as measured: its place, a digest of its source, the numbers it prints."""
+    return {c.id: {"index": i, "source": source_digest(c), "numbers": printed(c)}
+            for i, c in enumerate(code_cells(path))}
+
+
+def same_numbers(a: dict[str, dict], b: dict[str, dict]) -> bool:
+    """Two records of a notebook's cells print the same numbers (their code may differ)."""
+    return {cid: c.get("numbers") for cid, c in a.items()} == {cid: c.get("numbers") for cid, c in b.items()}
 
 
 def interruptible(results):
@@ -501,14 +554,15 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
     failed = 0
     for path in notebooks:
         name = path.relative_to(ROOT).as_posix()
-        cells = fingerprints(path)
+        cells = records(path)
         entry = measurement["notebooks"].get(name)
         here = machine()
-        if entry is None or entry.get("cells") != cells:
+        if entry is None or not same_numbers(entry.get("cells", {}), cells):
             if entry is not None:
-                print(f"{name}: its cells changed since the last measurement; the old one is dropped "
+                print(f"{name}: its cells print other numbers than when last measured; the old measurement is dropped "
                       f"(every machine's: {', '.join(sorted(entry.get('machines', {}))) or 'none'})")
-            entry = {"cells": cells, "machines": {}}
+            entry = {"machines": {}}
+        entry["cells"] = cells
         print(f"{name}: {len(chosen)} settings, {len(cells)} code cells, on {here}", flush=True)
 
         def one(item):
@@ -533,7 +587,7 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
                                 for what in ("changed", "errors") if run[what])
                 print(f"  {setting:<18} {run['seconds']:7.1f} s   cells with moved numbers: {moved}{extra}",
                       flush=True)
-        if fingerprints(path) != cells:
+        if records(path) != cells:
             print(f"{name}: the notebook changed while it was measured; its measurement is not stored")
             failed += 1
             continue
@@ -552,7 +606,11 @@ def report(notebooks: list[Path], measurement: dict) -> None:
         for where, runs in sorted(measured.get("machines", {}).items()):
             seconds = ", ".join(f"{s} {r['seconds']:.0f} s" for s, r in sorted(runs.items()))
             print(f"{name} on {where}: {len(runs)} settings ({seconds})")
+        now = records(path)
         for cid, info in sorted(measured["cells"].items(), key=lambda kv: kv[1]["index"]):
+            if cid in now and now[cid]["source"] != info.get("source") and now[cid]["numbers"] == info.get("numbers"):
+                print(f"  cell {now[cid]['index']} (id {cid}): its code changed since it was measured; "
+                      f"it prints the numbers measured")
             moves = moves_of(measured, cid)
             other = {w: sorted(found_in(measured, w, cid)) for w in ("changed", "errors")}
             if moves:
@@ -568,7 +626,7 @@ def declare(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
     cell that never moved is removed. Returns what it did and what is left to fix by hand."""
     name = path.resolve().relative_to(root.resolve()).as_posix()
     measured = measurement["notebooks"].get(name)
-    if measured is None or measured.get("cells") != fingerprints(path):
+    if measured is None or not same_numbers(measured.get("cells", {}), records(path)):
         return [f"{name}: no current measurement to declare from: "
                 f"run make spread SPREAD_ARGS=\"--notebook {path.stem}\""]
     nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
@@ -654,8 +712,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     measurement = load()
-    if any(not (ROOT / name).is_file() for name in measurement["notebooks"]):
-        save(measurement)  # drops the notebooks that are gone
+    if any(not (ROOT / name).is_file() for name in measurement["notebooks"]) or (
+            MEASUREMENT.exists() and measurement != json.loads(MEASUREMENT.read_text(encoding="utf-8"))):
+        save(measurement)  # drops the notebooks that are gone, writes down the numbers load() read
     failed = 0
     if not args.no_run:
         if args.nice:

@@ -465,13 +465,35 @@ def train_bi_encoder(
     return (BiEncoder(VOCAB, W), curve) if checkpoints is not None else BiEncoder(VOCAB, W)
 
 
+def _train_step_by_step(hard_negatives: bool, seed: int, steps: int, batch: int, tau: float, lr: float, dim: int,
+                        wanted: set[int], exam: tuple[str, ...]) -> tuple[np.ndarray, dict[int, float]]:
+    """The loop of `train_bi_encoder` as a reader follows it: W after ``steps`` steps, and the curve.
+
+    Each step takes its batch's questions and their right cards (and, with hard negatives, each
+    question's look-alike card too), then one hand-derived gradient step (`_encoder_grad`, the
+    backward pass of `encoder_loss_and_grad`). `_train`, which training runs, is this loop on
+    buffers made once, with the same bits (tests/lessons/test_hard_negatives.py)."""
+    W, intents, topics, templates = _plan(seed, dim, batch, steps)
+    questions, cards = _training_features()  # (topics, 2, 5, V) and (topics, 2, V)
+    curve = {0: _accuracy(W, exam)} if 0 in wanted else {}
+    for step in range(steps):
+        t, i = topics[step], intents[step]  # (batch,) topics, one intent
+        Xq, Xp = questions[t, i, templates[step]], cards[t, i]  # (batch, V) each
+        if hard_negatives:
+            Xp = np.concatenate([Xp, cards[t, 1 - i]])  # (2 batch, V): the look-alikes join as negatives
+        W = W - lr * _encoder_grad(W, Xq, Xp, tau)
+        if step + 1 in wanted:
+            curve[step + 1] = _accuracy(W, exam)
+    return W, dict(sorted(curve.items()))
+
+
 def _train(hard_negatives: bool, seed: int, steps: int, batch: int, tau: float, lr: float, dim: int,
            wanted: set[int], exam: tuple[str, ...]) -> tuple[np.ndarray, dict[int, float]]:
     """The hot loop of `train_bi_encoder`, on checked settings: W after ``steps`` steps and the curve.
 
-    Each step is `_encoder_grad` written out on buffers made once, with the same operations in
-    the same order (so the same bits): the batch's rows are gathered before the loop, and the
-    question and card rows are scaled to length 1 in one table."""
+    `_train_step_by_step` written out on buffers made once, with the same operations in the same
+    order (so the same bits): the batch's rows are gathered before the loop, and the question and
+    card rows are scaled to length 1 in one table."""
     W0, intents, topics, templates = _plan(seed, dim, batch, steps)
     W, X = W0.copy(), _batches(intents, topics, templates, hard_negatives)
     B, M = batch, X.shape[1] - batch

@@ -42,10 +42,10 @@ import torch
 import torch.nn.functional as F
 
 from labs.checks import (
-    arguments, choice, flag, integer, items, number, optimizer_step, positive, random_seed, require, temperature,
-    unit_rows,
+    arguments, choice, flag, integer, items, number, optimizer_step, positive, random_seed, require, still_finite,
+    temperature, unit_rows,
 )
-from labs.lessons.infonce import positive_share
+from labs.lessons.infonce import info_nce_torch, positive_share
 
 __all__ = [
     "positive_loss_gradient",
@@ -119,6 +119,8 @@ def _step_jitter(values: np.ndarray) -> float:
     return float(np.std(np.diff(values))) if len(values) > 2 else 0.0
 
 
+@arguments(tau=temperature, seed=random_seed, steps=partial(integer, minimum=0), batch=partial(integer, minimum=2),
+           lr=positive, optimizer=partial(choice, allowed=OPTIMIZERS), noise=_NOISE)
 def train_at_temperature(
     tau: float,
     *,
@@ -137,10 +139,45 @@ def train_at_temperature(
     those settings. ``optimizer`` is "sgd" (plain SGD) or "adamw" (torch's
     AdamW with its default betas and weight decay). ``steps=0`` trains nothing: the
     batch averages ``teaching_rows`` and ``wrong_rows`` are then NaN (no batch was seen).
-    One run of `train_at_temperatures`: the same numbers as that run inside a larger grid.
+
+    The plain loop, one model, one batch per step. The lesson trains its grid of (tau, seed)
+    runs with `train_at_temperatures`, which trains many of these side by side in one stack;
+    tests/lessons/test_temperature.py holds each of its runs equal to this one.
     """
-    return train_at_temperatures([tau], [seed], steps=steps, batch=batch, lr=lr, optimizer=optimizer,
-                                 noise=noise, heldout=heldout)[0][0]
+    heldout = integer(heldout, "heldout", batch)
+    Xq, Xd = make_toy_pairs(steps * batch + heldout, seed=seed, noise=noise)  # (N, 32) each
+    Tq, Td = Xq[steps * batch :], Xd[steps * batch :]  # (heldout, 32): never trained on
+    W = torch.nn.Parameter(torch.randn(Xq.shape[1], 16, generator=torch.Generator().manual_seed(seed)) / 4)
+    opt = torch.optim.SGD([W], lr=lr) if optimizer == "sgd" else torch.optim.AdamW([W], lr=lr)
+    losses, top1, teaching, wrong = [], [], [], []
+    for s in range(steps):
+        rows = slice(s * batch, (s + 1) * batch)
+        q, d = Xq[rows] @ W, Xd[rows] @ W  # (batch, 16)
+        still_finite(torch.cat([q, d]), "the encoded batch is no longer finite", f"step {s}", lr)
+        if s >= steps // 2:  # the steady half: which rows does this batch still pull, which are ranked wrong?
+            with torch.no_grad():
+                S = F.normalize(q, dim=-1) @ F.normalize(d, dim=-1).T  # (batch, batch) cosines
+                missing = 1 - torch.softmax(S / tau, dim=1).diagonal()  # each row's pull, times tau
+            teaching.append((missing >= SILENT).double().mean().item())
+            wrong.append((S.argmax(dim=1) != torch.arange(batch)).double().mean().item())
+        loss = info_nce_torch(q, d, tau)
+        opt.zero_grad()
+        loss.backward()
+        optimizer_step(opt, lr)
+        still_finite(W, "the encoder is no longer finite", f"step {s}", lr)
+        losses.append(loss.item())
+        top1.append(_top1(Tq[None], Td[None], W.detach()[None])[0])  # held-out top-1 after this step
+    with torch.no_grad():
+        S = F.normalize(Tq @ W, dim=-1) @ F.normalize(Td @ W, dim=-1).T  # (heldout, heldout)
+    shares = [torch.softmax(S[i : i + batch, i : i + batch] / tau, dim=1).diagonal().mean().item()
+              for i in range(0, heldout - batch + 1, batch)]  # held-out batches of `batch`
+    losses, top1, half = np.array(losses), np.array(top1), steps // 2
+    return TemperatureRun(
+        tau, losses, top1, float(_top1(Tq[None], Td[None], W.detach()[None])[0]), float(np.mean(shares)),
+        _step_jitter(losses[half:]), _step_jitter(top1[half:]),
+        float(np.mean(teaching)) if teaching else float("nan"), float(np.mean(wrong)) if wrong else float("nan"),
+        W.detach().clone(),
+    )
 
 
 @arguments(taus=partial(items, what="a non-empty list of values", nonempty=True, each=temperature),
@@ -163,9 +200,11 @@ def train_at_temperatures(
 
     The len(taus) x len(seeds) encoders are trained side by side as one stack of weights,
     shape (K, 32, 16) with K = len(taus) * len(seeds): each step is a handful of batched
-    matrix products instead of K small ones. The models never mix: each one's loss, gradient and
-    optimizer state depend only on its own slice, and each run gives the same numbers as
-    ``train_at_temperature(taus[i], seed=seeds[j], ...)``. A held-out query counts as ranked
+    matrix products instead of K small ones: the fast path beside the plain loop of
+    `train_at_temperature`. The models never mix: each one's loss, gradient and optimizer state
+    depend only on its own slice, and each run gives the numbers of
+    ``train_at_temperature(taus[i], seed=seeds[j], ...)`` to float32 rounding (the stack sums in
+    another order; tests/lessons/test_temperature.py). A held-out query counts as ranked
     first when its right document scores its row's maximum. With ``curve=False`` held-out top-1
     is measured at the end only (most of the time of a run goes into measuring it after every
     step): ``heldout_top1`` is NaN but for its last entry, and ``rank_jitter`` is NaN.

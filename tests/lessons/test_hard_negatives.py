@@ -406,8 +406,9 @@ def test_numpy_numbers_are_accepted_as_settings():
 
 def test_the_training_loop_is_the_hand_gradient_step_after_step():
     """train_bi_encoder's loop (buffers, rows gathered before the loop, both sides scaled in one
-    table) gives the bits of encoder_loss_and_grad applied step by step to the same batches, and
-    the batches are the draws of one generator in the order training has always drawn them."""
+    table) gives the bits of encoder_loss_and_grad applied step by step to the same batches, as
+    does the module's readable loop (_train_step_by_step), and the batches are the draws of one
+    generator in the order training has always drawn them."""
     seed, steps, batch, dim = 3, 25, 8, 16
     W0, intents, topics, templates = hn._plan(seed, dim, batch, steps)
     rng = np.random.default_rng(seed)
@@ -425,6 +426,11 @@ def test_the_training_loop_is_the_hand_gradient_step_after_step():
                 Xp = np.concatenate([Xp, cards[topics[s], 1 - intents[s]]])
             W -= 0.5 * hn.encoder_loss_and_grad(W, Xq, Xp, 0.1)[1]
         np.testing.assert_array_equal(hn.train_bi_encoder(hard, seed=seed, steps=steps).W, W)
+        plain, curve = hn._train_step_by_step(hard, seed, steps, batch, 0.1, 0.5, dim, {0, 10, steps}, hn.UNSEEN_TOPICS)
+        fast, fast_curve = hn._train(hard, seed, steps, batch, 0.1, 0.5, dim, {0, 10, steps}, hn.UNSEEN_TOPICS)
+        np.testing.assert_array_equal(plain, W)  # the module's readable loop, step by step, and the hot loop
+        np.testing.assert_array_equal(fast, plain)
+        assert curve == fast_curve and set(curve) == {0, 10, steps}
 
 
 def test_rows_stacked_in_one_product_are_the_rows_alone():

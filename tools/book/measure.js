@@ -226,15 +226,6 @@ window.bookCheck = (() => {
     .filter(i => { const f = i.closest('figure'); return !(f && f.querySelector('figcaption .caption-number')); })
     .map(i => (i.getAttribute('alt') || i.getAttribute('src') || '').slice(0, 80));
 
-  const glossaryLinks = () => {
-    const article = articleOf();
-    if (!article) return [];
-    return [...article.querySelectorAll('a[href]')]
-      .filter(a => new URL(a.href, location.href).pathname.endsWith('/glossary.html')
-                   && new URL(a.href, location.href).pathname !== location.pathname)
-      .map(a => ({href: a.getAttribute('href'), text: a.textContent}));
-  };
-
   // ---- sliders: the check moves each live slider and reads what it shows ----------------------
 
   // Mark each live slider box whose widget view names one of these model ids; the ids found.
@@ -418,7 +409,7 @@ window.bookCheck = (() => {
             primaryButtons: buttons('button.primary-toggle'), secondaryButtons: buttons('button.secondary-toggle')};
   };
 
-  return {cut, legibility, mermaidText, mathSizes, blocks, shownFigures, unnumberedFigures, glossaryLinks,
+  return {cut, legibility, mermaidText, mathSizes, blocks, shownFigures, unnumberedFigures,
           markSliders, sliderShown, settle, openDetails, restoreDetails, readers, sliderHeadings, focusHeadingOf,
           focusIn, navShown};
 })();

@@ -8,26 +8,26 @@
    torch wheel (3.11, torch 2.13.0), and the report says so. A kernel spec points at it.
 2. **Reset**: every run starts from the built state (pip freeze taken after the build): what a
    previous run installed is removed, what it changed is put back, as on a fresh Colab session.
-3. **Each notebook, top to bottom** (nbclient), in a fresh kernel of the twin, from a copy of the
-   working tree (tracked and untracked files, not ignored ones). The first code cell installs
-   the course exactly as on Colab, from that copy instead of the repository URL: the cell reads
-   ``COURSE_SOURCE``. After the first notebook's install cell, the twin checks that pip changed
-   none of Colab's packages (it may add what Colab lacks). Every cell's outputs are compared
-   with the committed ones as ``make nbval`` compares them: nbval's own comparison with the
-   tolerance plugin in front (tools/nbval_tolerance.py: numbers within a cell's
-   declared tolerance), the same sanitize file, and nbval's ignore rule (the cell tag
-   ``nbval-ignore-output``, read as tools/spread.py reads it); a cell that differs is
-   a failure. Every live slider the notebook shows is then moved through the kernel
+3. **nbval on the twin's kernel**, every notebook, from a copy of the working tree (tracked and
+   untracked files, not ignored ones): ``pytest --nbval --nbval-kernel-name colab-twin`` with
+   the tolerance plugin and the sanitize file, as ``make nbval`` compares. The first code cell
+   installs the course exactly as on Colab, from that copy instead of the repository URL: the
+   cell reads ``COURSE_SOURCE``. Loaded as a plugin (``-p tools.colab.twin``), this module
+   leaves out of the comparison what Colab cannot print: myst-nb's glue records (Colab has no
+   myst-nb) and pip's notes about this machine's local package folders. Then the twin checks
+   that the install cells changed none of Colab's packages (they may add what Colab lacks).
+4. **Sliders**: each notebook top to bottom again (nbclient, which keeps the widget state a
+   frontend would), and every live slider it shows moved through the kernel
    (tools/colab/frontend.py): each position is compared with what the slider's function
    computes afresh there.
-4. **Two processes** (tools/ddp_probe.py, the check tests/retrieval/test_scaling.py
+5. **Two processes** (tools/ddp_probe.py, the check tests/retrieval/test_scaling.py
    makes here): on Colab's torch, ``torchrun --nproc_per_node 2`` (gloo, CPU) runs one DDP step
    and the ``train`` command; the step's loss and gradients and the run's losses are compared
    with one process's.
-5. **Restart rehearsal**: with an older sentence-transformers installed, the install cell run in
+6. **Restart rehearsal**: with an older sentence-transformers installed, the install cell run in
    a fresh kernel upgrades it and prints nothing (nothing had imported it); run after
    ``import sentence_transformers`` it prints the one restart line.
-6. **Report**: the versions the kernels ran with, each notebook's time (and its install cell's,
+7. **Report**: the versions the kernels ran with, each notebook's time (and its install cell's,
    and its sliders'), what differs from Colab; exit status 1 on any failure.
 
     python -m tools.colab.twin [--notebooks 01,04] [--rebuild] [--no-ddp] [--no-rehearsal]
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
 import glob
 import hashlib
 import json
@@ -48,18 +47,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script too
 
 from tools.colab import frontend  # noqa: E402
-from tools import nbval_tolerance  # noqa: E402
 from tools.kernel_client import slice_polls  # noqa: E402
-from tools.spread import ignored  # noqa: E402
 from tools.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text,  # noqa: E402
                                           first_code_cell, problems as cell_problems)
 from tools.pins import canonical  # noqa: E402
+
+import pytest  # noqa: E402
 
 RUNTIME = ROOT / "tools" / "colab" / "runtime.txt"
 HOME = Path(os.environ.get("COLAB_TWIN_DIR", ROOT / ".cache" / "colab-twin"))
@@ -225,63 +223,42 @@ class _Skipped(tuple):
         return tuple.__contains__(self, key) or str(key).startswith(GLUE)
 
 
-#: What nbval leaves out of its comparison (nbval.plugin.IPyNbFile's ``skip_compare`` without
-#: nbdime): output metadata, tracebacks, execution counts, widget model ids and images; and glue.
-SKIP_COMPARE = _Skipped(("metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
-                         "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg"))
+def _without_local_notes(outputs: list) -> list:
+    """A cell's new outputs less pip's notes about this machine's local package folders (its pip
+    configuration, not Colab's); a stream left empty goes."""
+    kept = []
+    for out in outputs:
+        if out.get("output_type") == "stream" and out.get("name") == "stderr":
+            text = "".join(line for line in "".join(out["text"]).splitlines(keepends=True) if not LOCAL_INDEX.match(line))
+            if not text:
+                continue
+            out = {**out, "text": text}
+        kept.append(out)
+    return kept
 
 
-class NbvalCell:
-    """What nbval's comparison reads of its pytest item (``IPyNbCell``), so that the twin compares a
-    cell's outputs with the code ``make nbval`` runs: nbval's own comparison behind the tolerance
-    plugin (`tools.nbval_tolerance.compare_outputs`), the same sanitize file, the same
-    skipped keys. ``cell_num`` counts code cells from 0, as nbval's reports do."""
+@pytest.hookimpl(trylast=True)  # after the tolerance plugin's: it wraps that comparison
+def pytest_configure(config):
+    """The twin's nbval run (-p tools.colab.twin): nbval's comparison, behind the tolerance plugin,
+    as Colab can print: glue records and this machine's pip notes left out."""
+    from nbval.plugin import IPyNbCell
 
-    patterns: dict | None = None
+    compare = IPyNbCell.compare_outputs
 
-    def __init__(self, notebook: Path, cell, cell_num: int) -> None:
-        from nbval import plugin
+    def compare_outputs(self, test, ref, skip_compare=None):
+        return compare(self, _without_local_notes(test), ref, _Skipped(skip_compare or self.parent.skip_compare))
 
-        if NbvalCell.patterns is None:
-            NbvalCell.patterns = dict(plugin.get_sanitize_patterns(nbval_tolerance.SANITIZE_FILE.read_text()))
-            # The plugin's comparison in front of nbval's, as when pytest loads it.
-            nbval_tolerance.pytest_configure(SimpleNamespace(option=SimpleNamespace(nbval=False, nbval_lax=False)))
-        self.cell, self.cell_num, self.fspath = cell, cell_num, notebook
-        self.parent = SimpleNamespace(skip_compare=SKIP_COMPARE, sanitize_patterns=NbvalCell.patterns)
-        self.config = SimpleNamespace(rootdir=notebook.parents[1])
-        self.colors = plugin.nocolors
-        self.comparison_traceback: list[str] = []
-
-    def sanitize(self, text):
-        from nbval.plugin import IPyNbCell
-
-        return IPyNbCell.sanitize(self, text)
-
-    def format_output_compare(self, key, left, right) -> None:
-        self.comparison_traceback.append(f"mismatch {key!r}: stored {left!r}, new {right!r}")
-
-    def differences(self, new_outputs) -> list[str]:
-        """Why nbval would fail this cell with these new outputs (empty: it would pass). This machine's
-        pip notes about its local package folders (the install cell's, not Colab's) are left out first."""
-        from nbval.plugin import IPyNbCell, coalesce_streams
-
-        new = []
-        for out in copy.deepcopy(new_outputs):
-            if out.get("output_type") == "stream" and out.get("name") == "stderr":
-                out["text"] = "".join(line for line in out["text"].splitlines(keepends=True)
-                                      if not LOCAL_INDEX.match(line))
-                if not out["text"]:
-                    continue
-            new.append(out)
-        stored = coalesce_streams(copy.deepcopy(self.cell.outputs))
-        if IPyNbCell.compare_outputs(self, coalesce_streams(new), stored):
-            return []
-        return self.comparison_traceback or ["the outputs differ"]
+    IPyNbCell.compare_outputs = compare_outputs
 
 
-def compared(cell) -> bool:
-    """Whether nbval compares this cell's outputs: a code cell that was run and is not ignored."""
-    return cell.cell_type == "code" and cell.get("execution_count") is not None and not ignored(cell)
+def nbval(src: Path, paths: list[Path], timeout: int) -> int:
+    """nbval on the twin's kernel, as make nbval runs it (the copy's own pytest settings load the
+    tolerance plugin); its report goes to the output. Returns pytest's exit status."""
+    env = {**os.environ, "JUPYTER_PATH": str(HOME)}  # the kernel spec in HOME/kernels
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tools.colab.twin",
+                           "--nbval", "--nbval-kernel-name", KERNEL, "--nbval-cell-timeout", str(timeout),
+                           "--nbval-sanitize-with", str(src / "tools" / "nbval_sanitize.cfg"),
+                           *map(str, paths)], cwd=src, env=env).returncode
 
 
 def _client(nb, cwd: Path, timeout: int):
@@ -310,22 +287,20 @@ def _warnings(outputs) -> list[str]:
     return [line for line in _text(outputs, "stderr").splitlines() if line.strip() and not LOCAL_INDEX.match(line)]
 
 
-async def run_notebook(path: Path, cwd: Path, timeout: int, check_install: bool) -> dict:
+async def run_notebook(path: Path, cwd: Path, timeout: int) -> dict:
+    """A notebook top to bottom in the twin's kernel, every live slider walked as each appears."""
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
     client = _client(nb, cwd, timeout)
     result = {"name": path.stem, "cells": 0, "install_s": 0.0, "sliders": 0, "positions": 0, "slider_s": 0.0,
-              "problems": [], "versions": {}, "compared": 0, "other_text": []}
-    committed = nbformat.read(path, as_version=4)  # the stored outputs, as nbval reads them
+              "problems": [], "versions": {}}
     install = first_code_cell(nb)
     start = time.monotonic()
-    code_cells = 0
     async with client.async_setup_kernel(cleanup_kc=True):  # we made km: stop its kernel here
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
-            code_cells += 1
             began = time.monotonic()
             try:
                 await client.async_execute_cell(cell, index)
@@ -334,22 +309,8 @@ async def run_notebook(path: Path, cwd: Path, timeout: int, check_install: bool)
                 result["problems"].append(f"cell {index} failed: {first[-1] if first else type(err).__name__}")
                 break
             result["cells"] += 1
-            stored = committed.cells[index]
-            if compared(stored):
-                result["compared"] += 1
-                differs = NbvalCell(path, stored, code_cells - 1).differences(cell.outputs)
-                if differs:
-                    result["other_text"].append(index)
-                    detail = " ".join(" ".join(differs).split())
-                    result["problems"].append(f"cell {index} (id {stored.get('id', '?')}) prints other text than the "
-                                              f"committed output, beyond any declared tolerance: {detail[:600]}")
             if cell is install:
                 result["install_s"] = time.monotonic() - began
-                printed = _text(cell.outputs).strip() or "\n".join(_warnings(cell.outputs))
-                if printed:
-                    result["problems"].append(f"the install cell printed in a fresh kernel: {printed[:300]}")
-                if check_install:
-                    result["problems"] += install_changes()
             for s in frontend.sliders_in(client, cell):
                 moved = time.monotonic()
                 try:
@@ -521,11 +482,17 @@ def main(argv: list[str] | None = None) -> int:
         say(f"Not yet the canonical install cell, run with it here: {', '.join(stale)} "
             "(python -m tools.install_cell --apply)")
     results, problems = [], []
-    checked_install = False
+    say(f"nbval on the twin's kernel ({KERNEL}): {len(paths)} notebooks")
+    started = time.monotonic()
+    compared = nbval(src, paths, args.timeout)
+    nbval_s = time.monotonic() - started
+    if compared:
+        problems.append(f"nbval on the twin's kernel failed (exit {compared}): a cell prints other text than the "
+                        "committed output, beyond any declared tolerance, or fails (its report is above)")
+    problems += install_changes()
     for path in paths:
-        say(f"{path.stem}: running")
-        result = asyncio.run(run_notebook(path, path.parent, args.timeout, check_install=not checked_install))
-        checked_install = checked_install or result["install_s"] > 0
+        say(f"{path.stem}: sliders")
+        result = asyncio.run(run_notebook(path, path.parent, args.timeout))
         results.append(result)
         problems += [f"{path.stem}: {p}" for p in result["problems"]]
         say(f"{path.stem}: {result['seconds']:.0f} s, {result['cells']} cells"
@@ -566,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['positions']:10d}{note}")
     if ddp:
         say(f"  {'two processes':26} {ddp['seconds']:8.1f}")
+    say(f"  {'nbval, every notebook':26} {nbval_s:8.1f}")
     say(f"  {'twin build':26} {built_s if built_s is not None else 0:8.1f}"
         + ("" if built_s is not None else "   (kept)"))
     say(f"  {'whole run':26} {time.monotonic() - began:8.1f}")
@@ -574,16 +542,10 @@ def main(argv: list[str] | None = None) -> int:
     for line in differences(version, ran):
         say(f"  - {line}")
     say("")
-    compared = sum(r["compared"] for r in results)
-    other = [f"{r['name']} cell {i}" for r in results for i in r["other_text"]]
-    say(f"Outputs against the committed ones (nbval's comparison, declared tolerances): {len(other)} of "
-        f"{compared} compared cells differ" + (f": {', '.join(other)}" if other else "")
-        + f" (the notebooks as run: {EXECUTED})")
-    say("")
     ran_nb = [r for r in results if not r["skipped"]]
-    failed = ([r["name"] for r in ran_nb if r["problems"]] + (["two processes"] if ddp.get("problems") else [])
-              + (["restart rehearsal"] if rehearsal_problems else []))
-    passed = len(ran_nb) + (0 if args.no_ddp else 1) + (0 if args.no_rehearsal else 1) - len(failed)
+    failed = ([r["name"] for r in ran_nb if r["problems"]] + (["nbval"] if compared else [])
+              + (["two processes"] if ddp.get("problems") else []) + (["restart rehearsal"] if rehearsal_problems else []))
+    passed = len(ran_nb) + 1 + (0 if args.no_ddp else 1) + (0 if args.no_rehearsal else 1) - len(failed)
     if problems:
         say(f"{len(problems)} problem(s):")
         for p in problems:

@@ -1,5 +1,5 @@
 """The browser check's rules that need no browser (tools/book/browser.py): raw TeX, notes left from
-writing, what is cut, diagram and figure text, display math size, glossary links, page weights,
+writing, what is cut, diagram and figure text, display math size, page weights,
 stored images; and the widget state the slider walk reads."""
 
 from __future__ import annotations
@@ -23,45 +23,6 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.fixture(scope="module")
 def bc():
     return browser
-
-
-GLOSSARY = """<html><body><dl class="glossary">
-<dt id="term-Attention-mask">Attention mask<a class="headerlink" href="#term-Attention-mask">#</a></dt><dd>...</dd>
-<dt id="term-Chunking">Chunking<a class="headerlink" href="#term-Chunking">#</a></dt><dd>...</dd>
-<dt id="term-MRR-k">MRR@k<a class="headerlink" href="#term-MRR-k">#</a></dt><dd>...</dd>
-</dl><h2 id="not-a-term">Other</h2></body></html>"""
-
-
-@pytest.fixture()
-def book(tmp_path):
-    (tmp_path / "book").mkdir()
-    (tmp_path / "book" / "glossary.html").write_text(GLOSSARY)
-    return tmp_path
-
-
-def links(*pairs):
-    return [{"href": href, "text": text} for text, href in pairs]
-
-
-def test_glossary_links_that_land_on_their_entry_pass(bc, book):
-    base = "http://127.0.0.1:8000/notebooks/01_pooling.html"
-    ok = links(("attention masks", "../book/glossary.html#term-Attention-mask"),
-               ("chunk", "../book/glossary.html#term-Chunking"),
-               ("MRR@10", "../book/glossary.html#term-MRR-k"),
-               ("the glossary", "../book/glossary.html"))
-    assert bc.check_glossary_links(book, ok, base) == []
-
-
-def test_glossary_links_that_miss_their_entry_are_reported(bc, book):
-    base = "http://127.0.0.1:8000/notebooks/01_pooling.html"
-    bad = links(("padding", "../book/glossary.html"),
-                ("padding", "../book/glossary.html#not-a-term"),
-                ("padding", "../book/glossary.html#term-Chunking"))
-    problems = bc.check_glossary_links(book, bad, base)
-    assert len(problems) == 3
-    assert "lands at the top of the glossary" in problems[0]
-    assert "not a glossary entry" in problems[1]
-    assert "lands on the entry 'Chunking', which it does not name" in problems[2]
 
 
 def test_page_weight_counts_the_html_and_the_images_it_loads(bc, tmp_path):
@@ -325,10 +286,9 @@ def test_a_folder_run_leaves_the_browser_modules_out_and_says_so():
                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
                          env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})  # as the Makefile runs tests/book
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "test_browser.py::" not in run.stdout and "test_lab.py::" not in run.stdout
+    assert "test_browser.py::" not in run.stdout
     assert "test_course_icons.py::" in run.stdout  # the rest of tests/book is collected
     assert "tests/book/test_browser.py not run here: it drives a browser" in run.stdout
-    assert "tests/book/test_lab.py not run here: it drives a browser" in run.stdout
 
 
 # ---- every reader (issue 32): axe-core, the drawers, the keyboard, what a page loads --------------

@@ -1,0 +1,73 @@
+"""make budget's table (tools/budget.py): the parts' times from bash's time lines, each notebook's from
+pytest's JUnit report, written between the markers of tests/README.md and nowhere else."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tools import budget
+
+ROOT = Path(__file__).resolve().parents[2]
+
+LOG = """\
+make[1]: Nothing to be done for 'setup'.
+time setup: 3.5 s wall, 0.4 s user, 0.2 s system
+.....                                   [100%]
+time unit: 101.2 s wall, 95.1 s user, 3.2 s system
+time test: 612.0 s wall, 900.5 s user, 40.0 s system
+"""
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
+<testcase classname="notebooks.01_pooling.ipynb" name="Cell 0" time="1.5"/>
+<testcase classname="notebooks.01_pooling.ipynb" name="Cell 1" time="2.0"/>
+<testcase classname="notebooks.04_temperature.ipynb" name="Cell 0" time="61.0"/>
+</testsuite></testsuites>"""
+
+
+def test_the_time_lines_give_each_part_its_wall_and_cpu_time():
+    assert budget.parts(LOG) == {"setup": (3.5, 0.6000000000000001), "unit": (101.2, 98.3), "test": (612.0, 940.5)}
+
+
+def test_the_junit_report_gives_each_notebook_its_time(tmp_path):
+    (tmp_path / "nbval.xml").write_text(JUNIT)
+    assert budget.notebooks(tmp_path / "nbval.xml") == {"01_pooling": 3.5, "04_temperature": 61.0}
+
+
+def test_the_table_is_written_between_the_markers_and_marks_what_is_over(tmp_path):
+    (tmp_path / "make.log").write_text(LOG)
+    (tmp_path / "nbval.xml").write_text(JUNIT)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Tests\n\nBefore.\n\n{budget.BEGIN}\nold table\n{budget.END}\n\nAfter.\n")
+    assert budget.main([str(tmp_path / "make.log"), str(tmp_path / "nbval.xml"), str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith("# Tests\n\nBefore.\n\n") and text.endswith(f"{budget.END}\n\nAfter.\n")
+    assert "old table" not in text
+    assert re.search(r"\| `make test` \| 612 \*\*over\*\* \| 940 \| 600 \|", text)
+    assert "| 04_temperature | 61.0 **over** |" in text and "| 01_pooling | 3.5 |" in text
+
+
+def test_a_log_without_the_whole_run_is_refused(tmp_path):
+    (tmp_path / "make.log").write_text("time unit: 1.0 s wall, 1.0 s user, 0.0 s system\n")
+    with pytest.raises(SystemExit, match="no 'time test: ...' line"):
+        budget.main([str(tmp_path / "make.log"), str(tmp_path / "none.xml"), str(tmp_path / "README.md")])
+
+
+def test_the_makefile_prints_the_lines_the_table_reads():
+    """Each check's recipe starts with the TIME macro; bash's time prints the line budget.parts reads."""
+    out = subprocess.run(["bash", "-c", "TIMEFORMAT='time unit: %1R s wall, %1U s user, %1S s system'; time sleep 0.1"],
+                         capture_output=True, text=True).stderr
+    assert set(budget.parts(out)) == {"unit"}
+    makefile = (ROOT / "Makefile").read_text()
+    assert "SHELL := bash" in makefile and "TIMEFORMAT='time $(1): %1R s wall, %1U s user, %1S s system'" in makefile
+    for target in ("unit", "e2e", "nbval", "book", "checked-book", "test"):
+        recipe = re.search(rf"^{re.escape(target)}:.*\n\t@(.*)$", makefile, re.MULTILINE)
+        assert recipe and "$(TIME)" in recipe.group(1), target
+
+
+def test_the_readme_has_one_table_to_rewrite():
+    text = (ROOT / "tests" / "README.md").read_text()
+    assert text.count(budget.BEGIN) == 1 and text.count(budget.END) == 1
