@@ -217,6 +217,8 @@ def _parse_splits(text: str | None) -> dict[str, str] | None:
             raise ValueError(f"--splits takes LIB=SPLIT pairs separated by commas, got {item.strip()!r}")
         if library in splits:
             raise ValueError(f"--splits names {library!r} twice")
+        if split not in ("train", "val", "test"):
+            raise ValueError(f"--splits gives {library!r} the split {split!r}; a split is train, val or test")
         splits[library] = split
     return splits
 
@@ -311,6 +313,8 @@ def _compile_caches_inside():
 def cmd_search(args) -> int:
     from labs.retrieval.index import search
 
+    validate.integer("--k", args.k, 1)  # named as the flag, before the run is read
+    validate.device("--device", args.device)
     for rank, (doc_id, score) in enumerate(search(args.run, args.query, args.k, args.device), start=1):
         print(f"{rank:>2}. {score:.3f}  {_shown(doc_id)}")
     return 0
@@ -319,6 +323,8 @@ def cmd_search(args) -> int:
 def cmd_evaluate(args) -> int:
     from labs.retrieval.index import evaluate
 
+    validate.integer("--batch-size", args.batch_size, 1)  # named as the flag, before the run is read
+    validate.device("--device", args.device)
     metrics = evaluate(args.run, args.data, args.split, args.device, args.batch_size)
     print(_table({args.split: metrics}))
     return 0

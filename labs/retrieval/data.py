@@ -26,9 +26,11 @@ this format; `labs.retrieval.metrics` (baselines) and `labs.retrieval.training` 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import dataclasses
+import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +110,15 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     return row
 
 
+def _integer(digits: str) -> int:
+    """A JSON integer; one too long for Python to read is refused in words (not Python's own message)."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    if limit and len(digits.lstrip("-")) > limit:
+        raise ValueError(f"a number with {len(digits.lstrip('-')):,} digits: at most {limit:,} are read; write "
+                         "it as a string")
+    return int(digits)
+
+
 def same_id(value: str) -> str:
     """An id or label as it is compared: Unicode NFC (``e`` + U+0301 is ``é``), surrounding spaces
     trimmed. Two ids equal in this form are one id written two ways: refused, never two documents."""
@@ -134,7 +145,7 @@ def _read_bytes(path: Path) -> bytes:
         raise DataError(path.name, None, f"{str(path)!r} is a folder, not a file: the data folder needs the file "
                         f"{path.name} itself")
     if not path.is_file():
-        what = "is not a regular file" if path.exists() else "not found"
+        what = "is not a regular file" if path.exists() else validate.dangling(path) or "not found"
         raise DataError(path.name, None, f"file {what} at {str(path)!r}")
     try:
         return path.read_bytes()
@@ -192,6 +203,11 @@ def _format_hint(data: bytes, n: int, line: str) -> str:
     first = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
     if first == b"[":
         return f"; the file looks like one JSON array: {_ONE_OBJECT_PER_LINE}, not a list of them"
+    if line.lstrip().startswith("{") and line.rstrip().endswith(","):
+        with contextlib.suppress(ValueError, RecursionError):
+            json.loads(line.rstrip()[:-1])
+            return (f"; the line is a whole JSON object followed by a comma (rows copied out of a JSON array?): "
+                    f"remove the comma: {_ONE_OBJECT_PER_LINE}")
     if line.strip() in ("{", "}", "[", "]") or line.rstrip().endswith((",", "{", "[")):
         return f"; the object seems to be spread over several lines (pretty-printed): {_ONE_OBJECT_PER_LINE}"
     return f"; {_ONE_OBJECT_PER_LINE}"
@@ -206,7 +222,7 @@ def _parse(name: str, data: bytes) -> list[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line, object_pairs_hook=_unique_keys)
+            row = json.loads(line, object_pairs_hook=_unique_keys, parse_int=_integer)
         except json.JSONDecodeError as err:
             raise DataError(path.name, n, f"malformed JSON ({err.msg} at column {err.colno})"
                             f"{_format_hint(data, n, line)}") from None

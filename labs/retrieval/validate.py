@@ -16,6 +16,7 @@ and the public functions a notebook calls directly (`search`, `evaluate`, `load_
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 from pathlib import Path
@@ -187,9 +188,22 @@ def folder(name: str, value) -> Path:
         raise ValueError(f"the {name} must be a path, got {type(value).__name__}")
     path = Path(value)
     if not path.is_dir():
-        what = "is not a folder" if path.exists() else "does not exist"
+        what = "is not a folder" if path.exists() else dangling(path) or "does not exist"
         raise ValueError(f"{name} {str(path)!r} {what}")
     return path
+
+
+def dangling(path: Path) -> str:
+    """Why a path that does not exist as such is there all the same: '' if it is not there at all,
+    else what a symbolic link on the way does (it leads in a loop, or to nothing)."""
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "is a loop of symbolic links (each leads back to another)"
+        if os.path.lexists(path):
+            return f"is a symbolic link to {os.readlink(path)!r}, which does not exist"
+    return ""
 
 
 def text(name: str, value) -> str:

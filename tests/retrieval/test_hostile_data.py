@@ -200,3 +200,39 @@ def test_odd_unicode_in_any_field_loads_or_is_refused_in_one_line(tmp_path_facto
     ids = [d["doc_id"] for d in data.corpus]
     assert len({same_id(i) for i in ids}) == len(ids)
     assert all(same_id(i) for i in ids) and all(d["text"].strip() for d in data.corpus)
+
+
+# ---- messages in words, not Python's ------------------------------------------------------------
+
+
+def test_a_5000_digit_integer_in_an_extra_field_is_named_in_words(capsys, data):
+    lines = (data / "corpus.jsonl").read_text().splitlines()
+    lines[2] = lines[2][:-1] + ', "views": ' + "9" * 5000 + "}"
+    (data / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    code, _, err = cli(capsys, "baseline", "--data", str(data))
+    line = one_line(err)
+    assert code == 2 and "corpus.jsonl line 3: a number with 5,000 digits" in line and "write it as a string" in line
+    assert "sys.set_int_max_str_digits" not in line
+
+
+def test_rows_that_end_in_a_comma_say_so(capsys, data):
+    lines = (data / "queries.jsonl").read_text().splitlines()
+    (data / "queries.jsonl").write_text("".join(line + ",\n" for line in lines))
+    code, _, err = cli(capsys, "baseline", "--data", str(data))
+    line = one_line(err)
+    assert code == 2 and line.startswith("error: queries.jsonl line 1: malformed JSON")
+    assert "a whole JSON object followed by a comma" in line and "pretty-printed" not in line
+
+
+def test_a_loop_of_symbolic_links_is_named_as_a_loop(capsys, data, tmp_path):
+    (data / "corpus.jsonl").unlink()
+    (data / "corpus.jsonl").symlink_to(data / "corpus.jsonl")
+    code, _, err = cli(capsys, "baseline", "--data", str(data))
+    assert code == 2 and "corpus.jsonl: file is a loop of symbolic links" in one_line(err)
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    code, _, err = cli(capsys, "baseline", "--data", str(tmp_path / "a"))
+    assert code == 2 and f"'{tmp_path / 'a'}' is a loop of symbolic links" in one_line(err)
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    code, _, err = cli(capsys, "baseline", "--data", str(tmp_path / "gone"))
+    assert code == 2 and "is a symbolic link to" in one_line(err) and "which does not exist" in err

@@ -41,9 +41,11 @@ def test_no_command_writes_into_a_sealed_run(capsys, run, data_dir, tiny_qwen, m
 # ---- one lock per output, whoever writes it --------------------------------------------------------
 
 HOLD = """
-import sys, time
+import sys
+from pathlib import Path
 from labs.retrieval import files
-with files.output_lock(sys.argv[1], "--out"):
+out = Path(sys.argv[1])
+with files.exclusive(out.parent / f".{out.name}.lock", "--out"):
     print("held", flush=True)
     sys.stdin.read()
 """
@@ -243,3 +245,47 @@ def test_signals_after_search_printed_its_result_change_nothing(sealed, tmp_path
         time.sleep(0.002)
     _, err = child.communicate(timeout=60)
     assert child.returncode == 0 and messages(err.splitlines()) == [], (child.returncode, err[-500:])
+
+
+# ---- messages that name the flag, in words ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["search", "{run}", "q", "--k", "0"], "error: --k must be an integer >= 1, got 0"),
+    (["evaluate", "{run}", "--data", "{data}", "--batch-size", "0"], "error: --batch-size must be an integer >= 1"),
+    (["search", "{run}", "q", "--device", "gpu"], "error: --device must be 'cpu', 'cuda' or 'cuda:N'"),
+    (["make-data", "--from-docs", "--splits", "numpy=TRAIN", "--out", "{tmp}/d"],
+     "error: --splits gives 'numpy' the split 'TRAIN'; a split is train, val or test"),
+])
+def test_flags_are_named_as_flags(capsys, run, data_dir, tmp_path, argv, message):
+    argv = [a.format(run=run, data=data_dir, tmp=tmp_path) for a in argv]
+    code, _, err = cli(capsys, *argv)
+    assert code == 2 and one_line(err).startswith(message)
+
+
+def test_a_pickled_vectors_file_is_refused_in_words(capsys, run):
+    import numpy as np
+
+    from labs.retrieval.contract import CONTRACT, contract_digest
+
+    np.save(run / "corpus_embeddings.npy", np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    contract = json.loads((run / CONTRACT).read_text())  # a hostile user who also rewrites the contract
+    contract["files"]["corpus_embeddings.npy"] = files.file_sha256(run / "corpus_embeddings.npy")
+    contract["contract_sha256"] = contract_digest(contract)
+    (run / CONTRACT).write_text(json.dumps(contract))
+    code, _, err = cli(capsys, "search", str(run), "reset my password")
+    line = err.strip().splitlines()[-1]  # after the model's loading bar, shown unless TQDM_DISABLE is set
+    assert "Traceback" not in err
+    assert code == 2 and "corpus_embeddings.npy is not an array of numbers (a pickled object array" in line
+    assert "allow_pickle" not in line
+
+
+@pytest.mark.e2e
+def test_the_qwen_hub_id_offline_and_not_cached_is_one_line(tmp_path, data_dir):
+    child = start(["train", "--data", data_dir, "--out", tmp_path / "run", "--model", "Qwen/Qwen3-Embedding-0.6B",
+                   "--epochs", "0"], tmp_path / "tmp", env={**environment(tmp_path / "tmp"),
+                                                           "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"})
+    code, _, lines = finish(child, [])
+    (line,) = messages(lines)
+    assert code == 2 and line.startswith("error: --model Qwen/Qwen3-Embedding-0.6B: its files are not in the")
+    assert not (tmp_path / "run").exists()
