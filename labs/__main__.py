@@ -1,20 +1,46 @@
 """``python -m labs``: the command line, which lives in `labs.retrieval.cli`."""
 
+import _signal  # the C module, loaded with Python itself: the handlers go in before any import below
 import os
-import signal
 import sys
+
+_NAMES = {getattr(_signal, name): name for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(_signal, name)}
 
 
 def _stopped_while_starting(signum, frame):
     """A stop signal before the command line is even imported: nothing exists yet to clean up."""
-    print(f"interrupted by {signal.Signals(signum).name}; nothing was changed", file=sys.stderr, flush=True)
+    os.write(2, f"interrupted by {_NAMES[signum]}; nothing was changed\n".encode())
     os._exit(128 + signum)
 
 
-if __name__ == "__main__":
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # the command line installs its own handlers as it starts
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _stopped_while_starting)
-    from labs.retrieval.cli import main
+def _fill_closed_streams() -> None:
+    """A standard stream the caller closed (``>&-``, ``2>&-``) becomes /dev/null: what would have been
+    printed goes nowhere, the command runs as usual, and no file this command opens can take the
+    stream's number (a library writing to it would write into that file)."""
+    for fd, name, mode in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY), (2, "stderr", os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, mode)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))
 
-    sys.exit(main())
+
+if __name__ == "__main__":
+    for _signum in _NAMES:  # the command line installs its own handlers as it starts
+        _signal.signal(_signum, _stopped_while_starting)
+    _fill_closed_streams()
+    import signal
+
+    from labs.retrieval.cli import main
+    from labs.retrieval.files import stop_signals
+
+    code = main()
+    # Finished (the result printed, the output recorded): a stop signal from here on changes nothing.
+    # Ignored, not handled: Python puts the default action (end the process) back in place of its
+    # own handlers while it shuts down, but leaves an ignored signal ignored.
+    for _signum in stop_signals():
+        signal.signal(_signum, signal.SIG_IGN)
+    sys.exit(code)

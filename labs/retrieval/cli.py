@@ -217,6 +217,8 @@ def _parse_splits(text: str | None) -> dict[str, str] | None:
             raise ValueError(f"--splits takes LIB=SPLIT pairs separated by commas, got {item.strip()!r}")
         if library in splits:
             raise ValueError(f"--splits names {library!r} twice")
+        if split not in ("train", "val", "test"):
+            raise ValueError(f"--splits gives {library!r} the split {split!r}; a split is train, val or test")
         splits[library] = split
     return splits
 
@@ -246,17 +248,18 @@ def cmd_baseline(args) -> int:
     from labs.retrieval.metrics import baseline_rankings, retrieval_metrics
 
     out = validate.new_path(args.out, "--out", folder=False) if args.out else None
-    data = load_dataset(args.data)
-    queries = data.split_queries(args.split)
-    rows = {m: retrieval_metrics(baseline_rankings(m, data.corpus, queries), data.qrels(args.split))
-            for m in ("tfidf", "bm25")}
-    print(f"{args.split}: {len(queries)} queries against {len(data.corpus)} documents")
-    print(_table(rows))
-    if out is not None:
-        folder = Path(os.path.abspath(out)).parent
-        with files.new_parents(folder), files.exclusive(folder / f".{out.name}.lock", f"--out {str(out)!r}"):
+    # The output's lock first, as every writer takes it: a second writer of --out is refused at once.
+    with files.output_lock(out, "--out") if out is not None else contextlib.nullcontext():
+        if out is not None:
             validate.new_path(out, "--out", folder=False)  # again, now that no other writer can race us
-            files.remove_stale(folder, f".{out.name}.tmp-")  # left by a killed baseline
+        data = load_dataset(args.data)
+        queries = data.split_queries(args.split)
+        rows = {m: retrieval_metrics(baseline_rankings(m, data.corpus, queries), data.qrels(args.split))
+                for m in ("tfidf", "bm25")}
+        print(f"{args.split}: {len(queries)} queries against {len(data.corpus)} documents")
+        print(_table(rows))
+        if out is not None:
+            files.remove_stale(Path(os.path.abspath(out)).parent, f".{out.name}.tmp-")  # left by a killed baseline
             with files.signals_held():  # written and recorded as complete together
                 files.write_json(out, {"split": args.split, **rows})
                 files.COMMITTED.append(out)
@@ -267,9 +270,10 @@ def cmd_train(args) -> int:
     from labs.retrieval.config import TrainConfig
 
     config = fields_of(args, TrainConfig)  # every flag checked before torch is imported
-    from labs.retrieval.training import train
+    with files.output_lock(config.out, "--out", share=True), _compile_caches_inside():  # a second writer is refused at once
+        from labs.retrieval.training import train
 
-    report = train(config)
+        report = train(config)
     if report is None:  # under torchrun only process 0 writes the run folder and prints
         return 0
     for row in report["history"]:
@@ -283,9 +287,34 @@ def cmd_train(args) -> int:
     return 0
 
 
+#: Where torch keeps its compile caches unless told: folders in the system's temporary folder,
+#: left there after the process ends (``torchinductor_USER``).
+_COMPILE_CACHES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+
+@contextlib.contextmanager
+def _compile_caches_inside():
+    """torch's compile caches in a scratch folder of this command, removed when it ends (a cache
+    folder the user chose, by setting its variable, is kept as it is)."""
+    chosen = [name for name in _COMPILE_CACHES if name not in os.environ]
+    if not chosen:
+        yield
+        return
+    with files.temporary_folder("labs-caches-") as scratch:
+        for name in chosen:
+            os.environ[name] = str(scratch / name.lower())
+        try:
+            yield
+        finally:
+            for name in chosen:
+                os.environ.pop(name, None)
+
+
 def cmd_search(args) -> int:
     from labs.retrieval.index import search
 
+    validate.integer("--k", args.k, 1)  # named as the flag, before the run is read
+    validate.device("--device", args.device)
     for rank, (doc_id, score) in enumerate(search(args.run, args.query, args.k, args.device), start=1):
         print(f"{rank:>2}. {score:.3f}  {_shown(doc_id)}")
     return 0
@@ -294,6 +323,8 @@ def cmd_search(args) -> int:
 def cmd_evaluate(args) -> int:
     from labs.retrieval.index import evaluate
 
+    validate.integer("--batch-size", args.batch_size, 1)  # named as the flag, before the run is read
+    validate.device("--device", args.device)
     metrics = evaluate(args.run, args.data, args.split, args.device, args.batch_size)
     print(_table({args.split: metrics}))
     return 0
@@ -337,10 +368,12 @@ def main(argv: list[str] | None = None) -> int:
     _STATE.update(args=None, stopping=False, reported=False, finished=False, exiting=False)
     before = files.leftovers()  # a caller's own unfinished output (a test, a notebook) is not ours
     main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
-    previous = {sig: signal.signal(sig, _stop) for sig in _SIGNALS} if main_thread else {}
+    previous: dict = {}
     args = None
     failure: BaseException | None = None
     try:
+        for sig in _SIGNALS if main_thread else ():  # inside the try: a signal from now on is reported
+            previous[sig] = signal.signal(sig, _stop)
         args = build_parser().parse_args(argv)
         _STATE["args"] = args
         if getattr(args, "model", None) != _hub_model():  # only the hub id may download; all else stays offline
@@ -348,7 +381,8 @@ def main(argv: list[str] | None = None) -> int:
 
             offline()
         code = COMMANDS[args.command](args)
-        sys.stdout.flush()  # here, so that a reader gone away (``| head -1``) is seen below, not at exit
+        if sys.stdout is not None:  # None: closed by the caller (``>&-``), nothing to flush
+            sys.stdout.flush()  # here, so that a reader gone away (``| head -1``) is seen below, not at exit
         return code
     except (Interrupted, KeyboardInterrupt) as err:
         failure = err

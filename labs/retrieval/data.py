@@ -26,9 +26,12 @@ this format; `labs.retrieval.metrics` (baselines) and `labs.retrieval.training` 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import dataclasses
+import sys
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +40,7 @@ from labs.retrieval.files import build_atomically, named, write_json
 from labs.retrieval.instruction import has_instruction
 
 __all__ = ["SPLITS", "FILES", "DataError", "RetrievalData", "write_dataset", "read_jsonl", "validate_rows",
-           "load_dataset"]
+           "load_dataset", "same_id"]
 
 SPLITS = ("train", "val", "test")
 FILES = ("corpus.jsonl", "queries.jsonl", "train_pairs.jsonl")
@@ -99,11 +102,33 @@ _SCHEMA = {
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
-    keys = [k for k, _ in pairs]
-    twice = next((k for k in keys if keys.count(k) > 1), None)
-    if twice is not None:
+    row = dict(pairs)
+    if len(row) != len(pairs):  # one pass: a set of the keys seen so far names the first repeated one
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
         raise ValueError(f"field {twice!r} appears twice in one object")
-    return dict(pairs)
+    return row
+
+
+def _integer(digits: str) -> int:
+    """A JSON integer; one too long for Python to read is refused in words (not Python's own message)."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    if limit and len(digits.lstrip("-")) > limit:
+        raise ValueError(f"a number with {len(digits.lstrip('-')):,} digits: at most {limit:,} are read; write "
+                         "it as a string")
+    return int(digits)
+
+
+def same_id(value: str) -> str:
+    """An id or label as it is compared: Unicode NFC (``e`` + U+0301 is ``é``), surrounding spaces
+    trimmed. Two ids equal in this form are one id written two ways: refused, never two documents."""
+    return unicodedata.normalize("NFC", value).strip()
+
+
+def _visible(text: str) -> str:
+    """``text`` without its invisible format characters (zero-width space and joiners, soft hyphen,
+    byte-order mark: Unicode category Cf)."""
+    return "".join(c for c in text if unicodedata.category(c) != "Cf") if not text.isascii() else text
 
 
 def _encodable(text: str) -> bool:
@@ -120,7 +145,7 @@ def _read_bytes(path: Path) -> bytes:
         raise DataError(path.name, None, f"{str(path)!r} is a folder, not a file: the data folder needs the file "
                         f"{path.name} itself")
     if not path.is_file():
-        what = "is not a regular file" if path.exists() else "not found"
+        what = "is not a regular file" if path.exists() else validate.dangling(path) or "not found"
         raise DataError(path.name, None, f"file {what} at {str(path)!r}")
     try:
         return path.read_bytes()
@@ -178,6 +203,11 @@ def _format_hint(data: bytes, n: int, line: str) -> str:
     first = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
     if first == b"[":
         return f"; the file looks like one JSON array: {_ONE_OBJECT_PER_LINE}, not a list of them"
+    if line.lstrip().startswith("{") and line.rstrip().endswith(","):
+        with contextlib.suppress(ValueError, RecursionError):
+            json.loads(line.rstrip()[:-1])
+            return (f"; the line is a whole JSON object followed by a comma (rows copied out of a JSON array?): "
+                    f"remove the comma: {_ONE_OBJECT_PER_LINE}")
     if line.strip() in ("{", "}", "[", "]") or line.rstrip().endswith((",", "{", "[")):
         return f"; the object seems to be spread over several lines (pretty-printed): {_ONE_OBJECT_PER_LINE}"
     return f"; {_ONE_OBJECT_PER_LINE}"
@@ -192,7 +222,7 @@ def _parse(name: str, data: bytes) -> list[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line, object_pairs_hook=_unique_keys)
+            row = json.loads(line, object_pairs_hook=_unique_keys, parse_int=_integer)
         except json.JSONDecodeError as err:
             raise DataError(path.name, n, f"malformed JSON ({err.msg} at column {err.colno})"
                             f"{_format_hint(data, n, line)}") from None
@@ -212,6 +242,9 @@ def _parse(name: str, data: bytes) -> list[tuple[int, dict]]:
                                 f"field {field!r} must be {kind.__name__}, got {type(value).__name__}")
             if kind is str and not value.strip():
                 raise DataError(path.name, n, f"field {field!r} is empty")
+            if kind is str and not _visible(value).strip():
+                raise DataError(path.name, n, f"field {field!r} holds only invisible characters (zero-width "
+                                "spaces, joiners, ...): it is empty")
             for text in (value if kind is list else [value]):
                 if isinstance(text, str) and not _encodable(text):
                     raise DataError(path.name, n, f"field {field!r} holds an unpaired surrogate escape (like "
@@ -229,20 +262,21 @@ def validate_rows(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]
              pairs: list[tuple[int, dict]]) -> None:
     """Check the rules across the three files (rows as returned by `read_jsonl`).
 
-    Rules: split values are train/val/test; ids are unique; a group stays in one split;
+    Rules: split values are train/val/test; ids are unique and a group stays in one split, both
+    compared by `same_id` (Unicode NFC, surrounding spaces trimmed);
     every split has documents; val and test have queries; relevant_doc_ids is a
     non-empty list of distinct corpus ids from the query's own split; a training pair points at a
     train document of the same group with exactly its text; at least two distinct positives;
     no query or pair already carries an ``Instruct:`` prefix (it is added once, at encoding);
-    the same text (case and spacing ignored) is never in two splits, neither among documents
-    nor among queries and training-pair queries.
+    the same text (case, spacing, invisible characters and Unicode normalisation ignored) is never
+    in two splits, neither among documents nor among queries and training-pair queries.
     """
     docs: dict[str, dict] = {}
-    doc_line: dict[str, int] = {}
+    doc_line: dict[str, tuple[int, str]] = {}  # doc_id as compared (`same_id`) -> (line, as written)
     group_split: dict[str, tuple[str, int]] = {}
     for n, row in corpus:
         _check_split_and_id("corpus.jsonl", n, row, "doc_id", doc_line)
-        first = group_split.setdefault(row["group"], (row["split"], n))
+        first = group_split.setdefault(same_id(row["group"]), (row["split"], n))
         if first[0] != row["split"]:
             raise DataError("corpus.jsonl", n, f"group {row['group']!r} spans splits: {first[0]!r} on line "
                             f"{first[1]} and {row['split']!r} here; keep a group in one split")
@@ -251,18 +285,21 @@ def validate_rows(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]
         if not any(d["split"] == split for d in docs.values()):
             raise DataError("corpus.jsonl", None, f"split {split!r} is empty: it has no documents")
 
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[int, str]] = {}
     for n, row in queries:
         _check_split_and_id("queries.jsonl", n, row, "query_id", seen)
         rel = row["relevant_doc_ids"]
         if not rel or not all(isinstance(r, str) for r in rel):
             raise DataError("queries.jsonl", n, "relevant_doc_ids must be a non-empty list of doc_id strings")
-        twice = next((r for i, r in enumerate(rel) if r in rel[:i]), None)
+        listed: set[str] = set()  # one pass, whatever the length of the list
+        twice = next((r for r in rel if same_id(r) in listed or listed.add(same_id(r))), None)
         if twice is not None:
-            raise DataError("queries.jsonl", n, f"relevant_doc_ids lists {twice!r} twice; list each doc_id once")
+            raise DataError("queries.jsonl", n, f"relevant_doc_ids lists {twice!r} twice (Unicode normalisation "
+                            "and surrounding spaces ignored); list each doc_id once")
         for doc_id in rel:
             if doc_id not in docs:
-                raise DataError("queries.jsonl", n, f"relevant doc_id {doc_id!r} is not in corpus.jsonl")
+                raise DataError("queries.jsonl", n, f"relevant doc_id {doc_id!r} is not in corpus.jsonl"
+                                f"{_written_otherwise(doc_id, doc_line)}")
             if docs[doc_id]["split"] != row["split"]:
                 raise DataError("queries.jsonl", n, f"query split {row['split']!r} but relevant document {doc_id!r} "
                                 f"is in split {docs[doc_id]['split']!r}")
@@ -275,13 +312,14 @@ def validate_rows(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]
     for n, row in pairs:
         doc = docs.get(row["doc_id"])
         if doc is None:
-            raise DataError("train_pairs.jsonl", n, f"doc_id {row['doc_id']!r} is not in corpus.jsonl")
+            raise DataError("train_pairs.jsonl", n, f"doc_id {row['doc_id']!r} is not in corpus.jsonl"
+                            f"{_written_otherwise(row['doc_id'], doc_line)}")
         if doc["split"] != "train":
             raise DataError("train_pairs.jsonl", n, f"doc_id {row['doc_id']!r} is a {doc['split']!r} document; "
                             "only train documents may be training positives")
         if row["positive"] != doc["text"]:
             raise DataError("train_pairs.jsonl", n, f"positive text differs from corpus.jsonl line "
-                            f"{doc_line[row['doc_id']]} for doc_id {row['doc_id']!r}")
+                            f"{doc_line[same_id(row['doc_id'])][0]} for doc_id {row['doc_id']!r}")
         if row["group"] != doc["group"]:
             raise DataError("train_pairs.jsonl", n, f"group {row['group']!r} but document {row['doc_id']!r} "
                             f"belongs to group {doc['group']!r}")
@@ -292,13 +330,26 @@ def validate_rows(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]
     _check_texts_stay_in_one_split(corpus, queries, pairs)
 
 
-def _check_split_and_id(name: str, n: int, row: dict, id_field: str, first_line: dict[str, int]) -> None:
-    """A row's split is one of SPLITS and its ``id_field`` is new; ``first_line`` (id -> line) records it."""
+def _check_split_and_id(name: str, n: int, row: dict, id_field: str,
+                        first_line: dict[str, tuple[int, str]]) -> None:
+    """A row's split is one of SPLITS and its ``id_field`` is new, as compared by `same_id`; ``first_line``
+    (id as compared -> (line, id as written)) records it."""
     if row["split"] not in SPLITS:
         raise DataError(name, n, f"split must be one of {SPLITS}, got {row['split']!r}")
-    if row[id_field] in first_line:
-        raise DataError(name, n, f"duplicate {id_field} {row[id_field]!r} (first on line {first_line[row[id_field]]})")
-    first_line[row[id_field]] = n
+    key = same_id(row[id_field])
+    if key in first_line:
+        line, written = first_line[key]
+        how = "" if written == row[id_field] else (f", written {written!r} there: equal after Unicode normalisation "
+                                                   "(NFC) and trimming spaces")
+        raise DataError(name, n, f"duplicate {id_field} {row[id_field]!r} (first on line {line}{how})")
+    first_line[key] = (n, row[id_field])
+
+
+def _written_otherwise(doc_id: str, first_line: dict[str, tuple[int, str]]) -> str:
+    """Why a doc_id that is not in the corpus may look as if it were: the corpus writes it otherwise."""
+    written = first_line.get(same_id(doc_id), (None, None))[1]
+    return "" if written is None else (f" (the corpus has {written!r}, equal only after Unicode normalisation and "
+                                       "trimming spaces: write the id the same way in every file)")
 
 
 def _check_instructions(queries: list[tuple[int, dict]], pairs: list[tuple[int, dict]]) -> None:
@@ -310,8 +361,9 @@ def _check_instructions(queries: list[tuple[int, dict]], pairs: list[tuple[int, 
 
 
 def _key(text: str) -> str:
-    """The text compared across splits: case folded, runs of spaces collapsed."""
-    return " ".join(text.split()).casefold()
+    """The text compared across splits: Unicode NFC, invisible format characters (zero-width space,
+    ...) dropped, runs of spaces collapsed, case folded."""
+    return " ".join(_visible(unicodedata.normalize("NFC", text)).split()).casefold()
 
 
 def _check_texts_stay_in_one_split(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]],
@@ -328,7 +380,7 @@ def _check_texts_stay_in_one_split(corpus: list[tuple[int, dict]], queries: list
             seen = first.setdefault(_key(text), (name, n, split))
             if seen[2] != split:
                 raise DataError(name, n, f"the same text is in split {split!r} here and in split {seen[2]!r} at "
-                                f"{seen[0]} line {seen[1]} (case and spacing ignored): a text in two splits "
+                                f"{seen[0]} line {seen[1]} (case, spacing, invisible characters and Unicode normalisation ignored): a text in two splits "
                                 "leaks answers between them")
 
 

@@ -2,8 +2,10 @@
 
 - `build_atomically` builds a folder in a temporary sibling and renames it into place
   only when everything is written; a lock refuses a second builder at once.
-- `exclusive`: a lock file held for one process, removed when it is done; `new_parents`: missing
-  folders made for an output, removed again if the command fails.
+- `exclusive`: a lock file held for one process, removed when it is done; `output_lock`: the one
+  lock of an output (``.NAME.lock`` beside it) that every writer of it takes (make-data, baseline,
+  train with all its torchrun processes, evaluate); `new_parents`: missing folders made for an
+  output, removed again if the command fails.
 - `temporary_folder`: a scratch folder that is removed whatever happens; `move_together`: files
   written there moved into a folder, all or none, the last one the commit.
 - `write_json`: a whole JSON file or none, returning the SHA-256 of what it wrote;
@@ -30,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-__all__ = ["RunLocked", "COMMITTED", "exclusive", "new_parents", "build_atomically", "temporary_folder",
+__all__ = ["RunLocked", "COMMITTED", "exclusive", "output_lock", "new_parents", "build_atomically", "temporary_folder",
            "move_together", "write_json", "file_sha256", "named", "STOP_SIGNALS", "stop_signals", "signals_held",
            "held", "leftovers", "remove_leftovers", "remove_stale"]
 
@@ -148,13 +150,35 @@ def _grab(handle) -> None:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
+#: Lock files this process holds to share with its own later steps (absolute path -> how many
+#: `exclusive` blocks hold it): a command that took its output's lock early (train, before torch is
+#: imported, with ``share=True``) passes through the same lock again further in. Any other second
+#: `exclusive` of a held lock, in this process or another, is refused.
+_SHARED: dict[str, int] = {}
+
+
+def _launch_id() -> str:
+    """The id torchrun (and accelerate, which runs it) gives every process of one launch; '' alone."""
+    return os.environ.get("TORCHELASTIC_RUN_ID", "")
+
+
 @contextlib.contextmanager
-def exclusive(path: Path, what: str) -> Iterator[None]:
+def exclusive(path: Path, what: str, share: bool = False) -> Iterator[None]:
     """Hold the lock file ``path`` for this process, or raise `RunLocked` naming ``what`` at once.
 
     The file is removed at the end, whatever happens; the kernel releases the lock if the process
-    dies (a stale file is taken over by the next process)."""
+    dies (a stale file is taken over by the next process). With ``share``, a later `exclusive` of
+    the same file in this process, while this one holds it, passes through. The file records the holder's process id and launch id
+    (`_launch_id`), so that the other processes of a torchrun launch recognise their own lock."""
     path = Path(path)
+    key = os.path.abspath(path)
+    if key in _SHARED:
+        _SHARED[key] += 1
+        try:
+            yield
+        finally:
+            _SHARED[key] -= 1
+        return
     with signals_held():
         try:
             handle = open(path, "a+")
@@ -169,12 +193,56 @@ def exclusive(path: Path, what: str) -> Iterator[None]:
             raise RunLocked(f"{what} is being written by another process now ({path.name} is held); wait "
                             "for it or choose another folder") from None
         _LEFT[str(path)] = "file"
+        if share:
+            _SHARED[key] = 1
+    with contextlib.suppress(OSError):  # who holds it, for the other processes of this launch
+        handle.truncate(0)
+        handle.write(f"{os.getpid()} {_launch_id()}\n")
+        handle.flush()
     try:
         yield
     finally:
         with signals_held():
+            _SHARED.pop(key, None)
             _remove(str(path), "file")  # while still held: a later process makes a fresh one
             handle.close()
+
+
+def _held_by_another_launch(path: Path) -> bool:
+    """For a process of a torchrun launch other than rank 0: whether the lock file ``path`` is held
+    now by a process that is not of this launch (a lock not yet taken, or taken by this launch's
+    rank 0, is not)."""
+    try:
+        handle = open(path, "r")
+    except OSError:
+        return False  # no lock yet: rank 0 takes it, or is refused, in a moment
+    with handle:
+        try:
+            _grab(handle)
+        except OSError:  # held: by whom?
+            holder = handle.read().split()
+            return not (_launch_id() and holder[1:2] == [_launch_id()])
+        return False  # a stale file: nobody holds it (closing the handle releases it again)
+
+
+@contextlib.contextmanager
+def output_lock(out: str | Path, what: str = "--out", share: bool = False) -> Iterator[Path]:
+    """The lock of the output ``out``: ``.NAME.lock`` beside it, held for the block (its missing
+    parent folders are made, and removed again if the block fails); yields ``out`` as an absolute path.
+    Every writer of an output takes it, so a second writer is refused at once (`RunLocked`),
+    whatever the command. Under torchrun only process 0 writes and holds it; the others are refused
+    at once if another launch holds it, and otherwise pass. ``share``: see `exclusive`."""
+    out = Path(os.path.abspath(out))
+    lock = out.parent / f".{out.name}.lock"
+    label = f"{what} {str(out)!r}"
+    if int(os.environ.get("RANK", "0") or 0) > 0:
+        if _held_by_another_launch(lock):
+            raise RunLocked(f"{label} is being written by another process now ({lock.name} is held); wait "
+                            "for it or choose another folder")
+        yield out
+        return
+    with new_parents(out.parent), exclusive(lock, label, share):
+        yield out
 
 
 @contextlib.contextmanager
@@ -245,7 +313,7 @@ def _relocated(err: OSError, inside: Path, to: Path) -> OSError:
 
 
 @contextlib.contextmanager
-def build_atomically(out: str | Path, what: str = "--out") -> Iterator[Path]:
+def build_atomically(out: str | Path, what: str = "--out", last: str | None = None) -> Iterator[Path]:
     """Yield a new temporary folder next to ``out``; move it into place when the block ends normally.
 
     A lock file ``.NAME.lock`` next to ``out`` makes a second builder of the same ``out`` fail at
@@ -256,9 +324,15 @@ def build_atomically(out: str | Path, what: str = "--out") -> Iterator[Path]:
     it is (its mode, its owner, a shell standing in it) and receives the finished files. A failed
     write names the file as it would have been in ``out``. ``out`` was checked by the caller
     (`labs.retrieval.validate.new_path`); only a race with another writer is checked here.
+
+    Every file and folder built gets the mode a new one gets here (the umask's), whatever the
+    library that wrote it chose, so that another user can read the output as they read the rest.
+    Into an existing folder the entries move one by one, ``last`` (a run's contract) after all the
+    others: a crash in the middle never leaves the entry that declares the output complete beside
+    only part of it (the rest stays in the ``.NAME.partial-*`` folder, which the next command on
+    ``out`` names).
     """
-    out = Path(os.path.abspath(out))
-    with new_parents(out.parent), exclusive(out.parent / f".{out.name}.lock", f"{what} {str(out)!r}"):
+    with output_lock(out, what) as out:
         if out.exists() and (not out.is_dir() or any(out.iterdir())):  # another writer finished first
             raise ValueError(f"{what} {str(out)!r} was written by another process meanwhile; nothing was "
                              "overwritten")
@@ -269,13 +343,28 @@ def build_atomically(out: str | Path, what: str = "--out") -> Iterator[Path]:
                 os.umask(umask)
                 tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; a new folder gets the usual mode
             yield tmp
+            _usual_modes(tmp)
             with signals_held():
                 if out.exists():
-                    for child in sorted(tmp.iterdir()):
+                    for child in sorted(tmp.iterdir(), key=lambda child: (child.name == last, child.name)):
                         child.rename(out / child.name)
                 else:
                     tmp.rename(out)
                 COMMITTED.append(out)
+
+
+def _usual_modes(folder: Path) -> None:
+    """Give every file and folder under ``folder`` the mode a new one gets from the umask (a library
+    that wrote a file private, 0600, does not keep another user from reading the output)."""
+    umask = os.umask(0o22)
+    os.umask(umask)
+    for root, dirs, names in os.walk(folder):
+        for name in dirs:
+            os.chmod(os.path.join(root, name), 0o777 & ~umask, follow_symlinks=False)
+        for name in names:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                os.chmod(path, (0o777 if os.stat(path).st_mode & 0o100 else 0o666) & ~umask)
 
 
 def move_together(staged: Path, folder: Path, names: list[str]) -> None:

@@ -176,7 +176,13 @@ def load_index(run: str | Path, device: str = "cpu", contract: dict | None = Non
     if (pooling, normalize) != (contract["pooling"], contract["normalize"]):
         raise ValueError(f"model pooling {(pooling, normalize)} differs from the contract's "
                          f"{(contract['pooling'], contract['normalize'])}")
-    emb = np.load(run / "corpus_embeddings.npy", allow_pickle=False)
+    try:
+        emb = np.load(run / "corpus_embeddings.npy", allow_pickle=False)
+    except ValueError:  # numpy's "Object arrays cannot be loaded when allow_pickle=False", or not .npy at all
+        raise ValueError("corpus_embeddings.npy is not an array of numbers (a pickled object array, or another "
+                         "format): it is never unpickled (that could run code); rebuild the index") from None
+    if emb.dtype != np.float32:
+        raise ValueError(f"corpus_embeddings.npy holds {emb.dtype} values, the index is float32; rebuild the index")
     ids = json.loads((run / "corpus_ids.json").read_text(encoding="utf-8"))  # verified against its SHA-256
     if emb.shape != (contract["corpus_size"], contract["dimensions"]) or len(ids) != emb.shape[0]:
         raise ValueError(f"corpus_embeddings.npy has shape {emb.shape}, the contract says "

@@ -135,7 +135,17 @@ def load_encoder(model: str, device: str = "cpu", max_length: int = 128, attn: s
         st = SentenceTransformer(minilm_path(), device=device, local_files_only=True)
         source, revision = "sentence-transformers/all-MiniLM-L6-v2 (packaged)", None
     elif model == QWEN3_ID:
-        st = build_qwen3(QWEN3_ID, device=device, max_length=max_length, dtype=torch.float32, attn=attn)
+        try:
+            st = build_qwen3(QWEN3_ID, device=device, max_length=max_length, dtype=torch.float32, attn=attn)
+        except OSError as err:
+            if err.errno is not None:  # a failed read or write of the cache: said as such
+                raise
+            from huggingface_hub import constants
+
+            raise ValueError(f"--model {QWEN3_ID}: its files are not in the Hugging Face cache "
+                             f"({constants.HF_HUB_CACHE}) and the hub cannot be reached from here (offline, or "
+                             "HF_HUB_OFFLINE=1): download it once where there is a network, or give --model a "
+                             "local folder") from None
         source, revision = QWEN3_ID, QWEN3_REVISION
     elif Path(model).is_dir():
         folder, source, revision = Path(model), str(Path(model).resolve()), None

@@ -45,7 +45,7 @@ import torch
 from labs.retrieval import progress
 from labs.retrieval.batches import PlannedSteps, plan_batches
 from labs.retrieval.config import TrainConfig
-from labs.retrieval.contract import seal_run
+from labs.retrieval.contract import CONTRACT, seal_run
 from labs.retrieval.data import load_dataset
 from labs.retrieval.device import (memory_report, reset_peak, set_determinism, training_precision,
                                    versions)
@@ -57,7 +57,30 @@ from labs.retrieval.models import load_encoder
 from labs.retrieval.progress import show_progress
 from labs.retrieval.selection import best_on_validation, validation_evaluator
 
-__all__ = ["train"]
+__all__ = ["MAX_PLANNED_PAIRS", "train"]
+
+#: The most training pairs `labs.retrieval.batches.plan_batches` lays out ahead of a run (the plan
+#: holds every step's rows in memory): ``--epochs`` or ``--max-steps`` beyond it are refused at once.
+MAX_PLANNED_PAIRS = 5_000_000
+
+
+def _check_plan_size(data, config: TrainConfig, world: int) -> None:
+    """Refuse, before anything is planned or loaded, a run whose plan of steps would not fit
+    (`MAX_PLANNED_PAIRS`) or that can plan no step at all; one line naming the flags."""
+    distinct = len({p["positive"] for p in data.train_pairs})
+    size = config.batch_size * world
+    per_epoch = distinct // size if world > 1 else distinct // size + (distinct % size > 1)
+    if config.epochs and not per_epoch:
+        raise ValueError(f"no full global batch: {world} processes x --batch-size {config.batch_size} needs that "
+                         "many distinct positives; lower --batch-size")
+    steps = config.epochs * per_epoch if config.max_steps is None else min(config.epochs * per_epoch,
+                                                                             config.max_steps)
+    if steps * size > MAX_PLANNED_PAIRS:
+        most = max(MAX_PLANNED_PAIRS // (per_epoch * size), 1)
+        bound = "" if config.max_steps is None else f" and --max-steps {config.max_steps}"
+        raise ValueError(f"--epochs {config.epochs}{bound} plan {steps:,} steps of {size} pairs ({distinct} distinct "
+                         f"positives per epoch); at most {MAX_PLANNED_PAIRS:,} pairs are planned ahead: give "
+                         f"--epochs {most} or fewer, or --max-steps {MAX_PLANNED_PAIRS // size} or fewer")
 
 def train(config: TrainConfig) -> dict | None:
     """Train, select on validation MRR@5 (epoch 0 included), index the corpus; return metrics.json's content.
@@ -78,13 +101,14 @@ def train(config: TrainConfig) -> dict | None:
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     cuda = config.device.startswith("cuda")
     deterministic = torch.are_deterministic_algorithms_enabled()
-    writing = build_atomically(config.out, "--out") if rank == 0 else contextlib.nullcontext()
+    writing = build_atomically(config.out, "--out", last=CONTRACT) if rank == 0 else contextlib.nullcontext()
     try:
         # The lock first: a second run on the same --out is refused at once. The trainer's output_dir
         # (nothing is kept there) lives inside the folder being built, so even a killed run leaves it
         # only there, for the next builder to remove; other processes use the system's temporary folder.
         with writing as folder, temporary_folder("labs-trainer-", folder) as scratch:
             data = load_dataset(config.data)
+            _check_plan_size(data, config, world)  # before the model loads: an endless plan is refused at once
             set_determinism(config.seed)
             precision = config.precision or training_precision(config.device)
             reset_peak()

@@ -16,6 +16,7 @@ and the public functions a notebook calls directly (`search`, `evaluate`, `load_
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 from pathlib import Path
@@ -92,8 +93,9 @@ def new_path(path: str | Path, what: str = "--out", *, folder: bool = True) -> P
     Refused: an empty path, a symbolic link (dangling or not), a file where a folder is wanted
     (or a folder where a file is), an existing file, a folder with anything in it, a path under a
     file, a name too long for the file system (with room for the tool's temporary siblings), and
-    a nearest existing parent that is not writable. ``.`` and ``..`` are read as the folders they
-    name. Nothing is created.
+    a nearest existing parent that is not writable, and a path inside a finished run folder (one
+    with ``index_contract.json``: only ``evaluate`` adds to a sealed run). ``.`` and ``..`` are read
+    as the folders they name. Nothing is created.
     """
     if isinstance(path, str):
         text(what, path)
@@ -116,17 +118,37 @@ def new_path(path: str | Path, what: str = "--out", *, folder: bool = True) -> P
         parent = parent.parent
     if not parent.is_dir():
         raise ValueError(f"{what} {str(p)!r} is under {str(parent)!r}, which is a file, not a folder")
+    sealed = next((f for f in full.parents if os.path.isfile(f / SEALED)), None)
+    if sealed is not None:
+        raise ValueError(f"{what} {str(p)!r} is inside the finished run folder {str(sealed)!r}: a sealed run is "
+                         "not written by another command (only evaluate adds to it); choose a path outside it")
     if full.exists():
         if folder and not full.is_dir():
             raise ValueError(f"{what} {str(p)!r} is a file, not a folder: choose a new folder")
         if not folder:
             raise ValueError(f"{what} {str(p)!r} exists: nothing was overwritten")
         if any(full.iterdir()):
-            raise ValueError(f"{what} {str(p)!r} is not empty: choose a new one, nothing was overwritten")
+            raise ValueError(f"{what} {str(p)!r} is not empty: choose a new one, nothing was overwritten"
+                             f"{_partial_beside(full)}")
     target = full if full.exists() else parent
     if not os.access(target, os.W_OK | os.X_OK):
         raise ValueError(f"{what} {str(p)!r}: folder {str(target)!r} is not writable")
     return p
+
+
+#: The file that marks a finished run folder (`labs.retrieval.contract.CONTRACT`).
+SEALED = "index_contract.json"
+
+
+def _partial_beside(full: Path) -> str:
+    """A hint when a killed command left the rest of ``full``'s output in a partial folder beside it."""
+    import glob
+
+    partial = sorted(glob.glob(os.path.join(glob.escape(str(full.parent)), f".{glob.escape(full.name)}.partial-*")))
+    if not partial:
+        return ""
+    return (f" (a command killed while moving its finished output in left part of it here and the rest in "
+            f"{partial[0]!r}: remove both, or move the rest in by hand, then run it again)")
 
 
 def _short(path) -> str:
@@ -166,9 +188,22 @@ def folder(name: str, value) -> Path:
         raise ValueError(f"the {name} must be a path, got {type(value).__name__}")
     path = Path(value)
     if not path.is_dir():
-        what = "is not a folder" if path.exists() else "does not exist"
+        what = "is not a folder" if path.exists() else dangling(path) or "does not exist"
         raise ValueError(f"{name} {str(path)!r} {what}")
     return path
+
+
+def dangling(path: Path) -> str:
+    """Why a path that does not exist as such is there all the same: '' if it is not there at all,
+    else what a symbolic link on the way does (it leads in a loop, or to nothing)."""
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "is a loop of symbolic links (each leads back to another)"
+        if os.path.lexists(path):
+            return f"is a symbolic link to {os.readlink(path)!r}, which does not exist"
+    return ""
 
 
 def text(name: str, value) -> str:

@@ -89,7 +89,8 @@ def start(argv: list[str], tmp: Path, *, script: str | None = None, python: tupl
           **kwargs) -> subprocess.Popen:
     """``python -m labs ARGV`` (or ``python -c SCRIPT ARGV``) as a child whose stderr is read line by line."""
     head = [sys.executable, *python, *(["-c", script] if script else ["-m", "labs"])]
-    return subprocess.Popen(head + [str(a) for a in argv], cwd=ROOT, env=environment(tmp), stdout=subprocess.PIPE,
+    env = kwargs.pop("env", None) or environment(tmp)
+    return subprocess.Popen(head + [str(a) for a in argv], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kwargs)
 
 
