@@ -227,8 +227,9 @@ def search(run: str | Path, query: str, k: int = 5, device: str = "cpu", *, wher
     format_query(query, None)  # refuses a query that already carries an instruction, before loading anything
     ranking = Ranking() if ranking is None else ranking
     conditions = filters.parse_where(where)
-    loaded = load_run(run, device)
-    masks = loaded.masks([conditions])
+    contract = verify_contract(run)
+    masks = masks_for(read_index_file(run, contract, "corpus_fields.json"), [conditions])  # before the model loads
+    loaded = load_run(run, device, contract)
     ranking.windows_of(loaded)  # a run without windows is refused before anything is encoded
     q = encode_queries(loaded.model, [query], loaded.contract["instruction"]) if ranking.ranker != "bm25" else None
     return score_queries(loaded, q, [query], ranking, masks, k)[0]
@@ -406,23 +407,34 @@ class Loaded:
     chunk: dict | None
 
     def masks(self, conditions: Sequence[Sequence[filters.Condition]], what: str = "--where") -> np.ndarray | None:
-        """(Q, N) bool: which documents each query's conditions let through; None when no query has any."""
-        if not any(conditions):
-            return None
-        if self.fields is None:
-            raise ValueError(f"{what}: this run keeps no document fields (it was trained before fields were "
-                             "kept); train it again to filter")
-        return np.stack([filters.where_mask(self.fields, c, what) for c in conditions])
+        """`masks_for` this run's fields."""
+        return masks_for(self.fields, conditions, what)
+
+
+def masks_for(fields: list[dict] | None, conditions: Sequence[Sequence[filters.Condition]],
+              what: str = "--where") -> np.ndarray | None:
+    """(Q, N) bool: which documents each query's conditions let through; None when no query has any.
+    ``fields`` None is a run trained before fields were kept."""
+    if not any(conditions):
+        return None
+    if fields is None:
+        raise ValueError(f"{what}: this run keeps no document fields (it was trained before fields were "
+                         "kept); train it again to filter")
+    return np.stack([filters.where_mask(fields, c, what) for c in conditions])
+
+
+def read_index_file(run: str | Path, contract: dict, name: str):
+    """A JSON index file the verified ``contract`` lists (its SHA-256 checked), or None if it lists none."""
+    return json.loads((Path(run) / name).read_text(encoding="utf-8")) if name in contract["files"] else None
 
 
 def load_run(run: str | Path, device: str = "cpu", contract: dict | None = None) -> Loaded:
     """`load_index`, and the texts, fields and windows the run keeps (each verified by its SHA-256)."""
     model, contract, emb, ids = load_index(run, device, contract)
     run = Path(run)
-    listed = contract["files"]
 
     def read(name: str):
-        return json.loads((run / name).read_text(encoding="utf-8")) if name in listed else None
+        return read_index_file(run, contract, name)
 
     texts, fields, chunk = read("corpus_texts.json"), read("corpus_fields.json"), read("chunk_docs.json")
     chunk_emb = chunk_docs = None

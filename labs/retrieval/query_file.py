@@ -92,7 +92,8 @@ def search_file(run: str | Path, queries: str | Path, out: str | Path, *, k: int
                 where: list[str] | tuple = (), ranking=None, batch_size: int = 32) -> dict:
     """Rank every query of the file ``queries`` against the run and write ``out`` (JSONL, one line per
     query); return ``{"queries": Q, "out": path}``. Everything is checked before the model loads."""
-    from labs.retrieval.index import Ranking, encode_texts, load_run, score_queries
+    from labs.retrieval.contract import verify_contract
+    from labs.retrieval.index import Ranking, encode_texts, load_run, masks_for, read_index_file, score_queries
 
     validate.integer("--k", k, 1)
     validate.integer("--batch-size", batch_size, 1)
@@ -101,19 +102,21 @@ def search_file(run: str | Path, queries: str | Path, out: str | Path, *, k: int
     filters.parse_where(where)
     validate.new_path(out, "--out", folder=False)
     rows = read_queries(queries, where)
-    loaded = load_run(run, device)
-    ranking.windows_of(loaded)
+    contract = verify_contract(run)
+    fields = read_index_file(run, contract, "corpus_fields.json")
     if where:
-        loaded.masks([filters.parse_where(where)])  # the command's own conditions: refused as --where
+        masks_for(fields, [filters.parse_where(where)])  # the command's own conditions: refused as --where
     masks = None
-    if any(r["where"] for r in rows):
-        masks = np.ones((len(rows), len(loaded.ids)), dtype=bool)
+    if any(r["where"] for r in rows):  # every row's conditions checked before the model loads
+        masks = np.ones((len(rows), contract["corpus_size"]), dtype=bool)
         for i, r in enumerate(rows):
             try:
-                masks[i] = loaded.masks([filters.parse_where(r["where"], "field 'where'")], "field 'where'")[0] \
-                    if r["where"] else True
+                if r["where"]:
+                    masks[i] = masks_for(fields, [filters.parse_where(r["where"], "field 'where'")], "field 'where'")[0]
             except ValueError as err:
                 raise DataError(Path(queries).name, r["line"], str(err)) from None
+    loaded = load_run(run, device, contract)
+    ranking.windows_of(loaded)
     texts = [r["text"] for r in rows]
     q = None
     if ranking.ranker != "bm25":
