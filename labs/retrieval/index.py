@@ -229,6 +229,7 @@ def search(run: str | Path, query: str, k: int = 5, device: str = "cpu", *, wher
     conditions = filters.parse_where(where)
     contract = verify_contract(run)
     masks = masks_for(read_index_file(run, contract, "corpus_fields.json"), [conditions])  # before the model loads
+    ranking.check(contract)
     loaded = load_run(run, device, contract)
     ranking.windows_of(loaded)  # a run without windows is refused before anything is encoded
     q = encode_queries(loaded.model, [query], loaded.contract["instruction"]) if ranking.ranker != "bm25" else None
@@ -280,6 +281,7 @@ def evaluate_all(run: str | Path, data: str | Path, split: str = "val", device: 
             raise ValueError(f"queries.jsonl differs from the one this run was trained with (SHA-256 mismatch with "
                              f"{CONTRACT} field 'data_sha256'): queries edited after training are not scored; "
                              "nothing was evaluated")
+        ranking.check(contract)
         loaded = load_run(run, device, contract)
         report, rankings = _score_split(loaded, dataset, split, batch_size, ranking)
         remove_stale(run.parent, f".{run.name}.eval-")  # left by a killed evaluate (we hold the lock)
@@ -369,6 +371,12 @@ class Ranking:
         if isinstance(self.weight, bool) or not isinstance(self.weight, (int, float)) or not 0 <= self.weight <= 1:
             raise ValueError(f"--weight must be a number from 0 to 1 (the dense score's share), got {self.weight!r}")
         validate.choice("--windows", self.windows, WINDOWS)
+
+    def check(self, contract: dict) -> None:
+        """ValueError when the flags ask for windows that the verified run's ``contract`` does not list."""
+        if self.windows in chunking.WINDOW_SCORES and "chunk_docs.json" not in contract["files"]:
+            raise ValueError(f"--windows {self.windows}: this run's index has no windows; train it with "
+                             "--chunk TOKENS --stride TOKENS, or use --windows whole")
 
     def windows_of(self, loaded: Loaded) -> str | None:
         """``"max"``, ``"mean"`` or None (whole documents) for this run; ValueError for windows a run lacks."""

@@ -103,6 +103,7 @@ def search_file(run: str | Path, queries: str | Path, out: str | Path, *, k: int
     validate.new_path(out, "--out", folder=False)
     rows = read_queries(queries, where)
     contract = verify_contract(run)
+    ranking.check(contract)
     fields = read_index_file(run, contract, "corpus_fields.json")
     if where:
         masks_for(fields, [filters.parse_where(where)])  # the command's own conditions: refused as --where
