@@ -65,7 +65,8 @@ from labs.retrieval import chunking, filters, hybrid
 
 __all__ = ["encode_texts", "encode_queries", "model_pooling", "rank_queries", "rank_split", "IndexWritten",
            "write_index", "load_index", "search", "evaluate",
-           "Ranking", "Loaded", "load_run", "score_queries", "truncation_report"]
+           "Ranking", "Loaded", "load_run", "score_queries", "score_split", "truncation_report", "masks_for",
+           "read_index_file", "evaluate_all"]
 
 KS = (1, 5, 10)
 
@@ -283,7 +284,7 @@ def evaluate_all(run: str | Path, data: str | Path, split: str = "val", device: 
                              "nothing was evaluated")
         ranking.check(contract)
         loaded = load_run(run, device, contract)
-        report, rankings = _score_split(loaded, dataset, split, batch_size, ranking)
+        report, rankings = score_split(loaded, dataset, split, batch_size, ranking)
         remove_stale(run.parent, f".{run.name}.eval-")  # left by a killed evaluate (we hold the lock)
         with temporary_folder(f".{run.name}.eval-", run.parent, stands_for=run) as staged:
             written = {names[1]: write_json(staged / names[1], rankings),
@@ -298,7 +299,7 @@ DIFFERENCES = (("hybrid", "dense"), ("hybrid", "bm25"), ("dense", "bm25"), ("den
                ("dense/mean", "dense"), ("dense/max", "dense/mean"), ("hybrid/max", "hybrid"))
 
 
-def _score_split(loaded: Loaded, data: RetrievalData, split: str, batch_size: int,
+def score_split(loaded: Loaded, data: RetrievalData, split: str, batch_size: int,
                  ranking: Ranking) -> tuple[dict, dict]:
     """(the {split}_metrics.json content, the chosen ranking's top 10 per query) for one split."""
     from labs.retrieval.metrics import paired_interval, per_query
