@@ -200,14 +200,14 @@ def _ranking_flags(s: argparse.ArgumentParser) -> None:
 
 def _ranking(args, hybrid_only: bool):
     """The `labs.retrieval.index.Ranking` of the flags; refuses fusion flags that would change nothing."""
-    from labs.retrieval.index import Ranking
-
     if args.fusion == "weighted" and args.rrf_k is not None:
         raise ValueError("--rrf-k applies to --fusion rrf, not weighted")
     if args.weight is not None and args.fusion != "weighted":
         raise ValueError("--weight applies to --fusion weighted; add --fusion weighted")
     if hybrid_only and args.ranker != "hybrid" and (args.fusion, args.rrf_k) != (None, None):
         raise ValueError(f"--fusion and --rrf-k apply to --ranker hybrid, not {args.ranker}")
+    from labs.retrieval.index import Ranking
+
     return Ranking(args.ranker, args.fusion or "rrf", 60 if args.rrf_k is None else args.rrf_k,
                    0.5 if args.weight is None else args.weight, args.windows)
 
@@ -404,24 +404,25 @@ def cmd_train(args) -> int:
 
 
 def cmd_search(args) -> int:
-    from labs.retrieval.index import search
-
-    ranking = _ranking(args, hybrid_only=True)
-    if args.queries is not None:
+    if args.queries is not None:  # the flags' combination first: refused before NumPy is imported
         if args.query is not None:
             raise ValueError("give either QUERY or --queries FILE, not both")
         if args.out is None:
             raise ValueError("--queries needs --out FILE.jsonl for the results")
+    elif args.out is not None:
+        raise ValueError("--out applies to --queries FILE; one QUERY prints its results")
+    elif args.query is None:
+        raise ValueError("give a QUERY, or --queries FILE.jsonl --out FILE.jsonl")
+    ranking = _ranking(args, hybrid_only=True)
+    if args.queries is not None:
         from labs.retrieval.query_file import search_file
 
         done = search_file(args.run, args.queries, args.out, k=args.k, device=args.device, where=args.where,
                            ranking=ranking, batch_size=args.batch_size)
         print(f"wrote {done['queries']} result lines to {_shown(args.out)}")
         return 0
-    if args.out is not None:
-        raise ValueError("--out applies to --queries FILE; one QUERY prints its results")
-    if args.query is None:
-        raise ValueError("give a QUERY, or --queries FILE.jsonl --out FILE.jsonl")
+    from labs.retrieval.index import search
+
     hits = search(args.run, args.query, args.k, args.device, where=args.where, ranking=ranking)
     if not hits:
         print(f"no document passes --where {' '.join(map(_shown, args.where))}")
