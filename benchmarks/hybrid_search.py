@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import datetime as dt
 import io
+import json
 import os
 import platform
 import sys
@@ -89,12 +90,21 @@ def main() -> None:
     p.add_argument("--out", help="also write the tables to this file (e.g. book/hybrid-search.txt)")
     p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     p.add_argument("--quick", action="store_true", help="a smoke run: 40 pairs per library, 2 training steps")
+    p.add_argument("--reports", help="also save the measured reports as JSON here; with --render, read them from here "
+                   "instead of measuring")
+    p.add_argument("--render", action="store_true", help="print (and --out) the tables of saved --reports")
     a = p.parse_args()
     if a.out and Path(a.out).exists() and not a.overwrite:
         p.error(f"{a.out} exists; pass --overwrite to replace it")
     quick_docs = ["--max-per-library", "40"] if a.quick else []
     quick_train = ["--max-steps", "2"] if a.quick else []
 
+    if a.render:
+        saved = json.loads(Path(a.reports).read_text())
+        render(a, {tuple(k.split("|")): v for k, v in saved["rrf"].items()},
+               {tuple(k.split("|")): v for k, v in saved["weighted"].items()}, saved["machine"])
+        return
+    header = machine()
     with tempfile.TemporaryDirectory(prefix="hybrid-search-") as tmp:
         tmp = Path(tmp)
         help_data, docs = tmp / "help", tmp / "docs"
@@ -114,9 +124,16 @@ def main() -> None:
             labs("train", "--data", data, "--out", run, *flags)
             reports[key] = score(run, data, "rrf")
             weighted[key] = score(run, data, "weighted")
+    if a.reports:
+        Path(a.reports).write_text(json.dumps({"machine": header, "rrf": {"|".join(k): v for k, v in reports.items()},
+                                               "weighted": {"|".join(k): v for k, v in weighted.items()}}))
+    render(a, reports, weighted, header)
 
-    main_rows = list(runs)[:3]
-    lines = machine() + [
+
+def render(a, reports: dict, weighted: dict, header: list[str]) -> None:
+    """Print the three tables (and write them to ``a.out``)."""
+    main_rows = list(reports)[:3]
+    lines = header + [
         "",
         "1. Test queries ranked by BM25, the model's cosine (dense) and both fused:",
         "   MRR@10 (Recall@1). hybrid: reciprocal rank fusion, k = 60; weighted: 0.5 x each",
@@ -130,12 +147,12 @@ def main() -> None:
                      f"{cell(r, 'hybrid'):<12} {cell(weighted[key], 'hybrid')}")
     lines += ["", "2. Paired differences in MRR@10 on the same queries, with 95% bootstrap intervals",
               "   (2,000 resamples of the queries); an interval that holds 0 is no detected difference.", ""]
-    for name in ("hybrid - dense", "hybrid - bm25", "dense - bm25"):
-        lines.append(f"   {name}")
+    for title, name, source in (("hybrid - dense", "hybrid - dense", reports),
+                                ("weighted - dense", "hybrid - dense", weighted),
+                                ("hybrid - bm25", "hybrid - bm25", reports), ("dense - bm25", "dense - bm25", reports)):
+        lines.append(f"   {title}")
         for key in main_rows:
-            lines.append(f"     {key[0]:<11} {key[1]:<18} {interval(reports[key], name)}")
-    lines.append(f"     {'(weighted)':<11} {'docstrings':<18} "
-                 f"{interval(weighted[('docstrings', 'MiniLM untouched')], 'hybrid - dense')}  weighted - dense")
+            lines.append(f"     {key[0]:<11} {key[1]:<18} {interval(source[key], name)}")
     lines += ["", "3. Long documents (docstrings, MiniLM untouched): what the length limit cuts, and windows",
               "   (dense MRR@10 by the whole document's vector, its best window, the mean of its windows).", ""]
     for key, (tokens, stride) in ((("docstrings", "MiniLM untouched"), (96, 48)),
@@ -151,7 +168,9 @@ def main() -> None:
                   f"     max - mean   {interval(r, 'dense/max - dense/mean')}"]
     lines += ["", "Runs: the packaged all-MiniLM-L6-v2; fine-tuned = `train` with lesson 7's CPU settings (4 epochs,",
               "batches of 16, learning rate 5e-5, seed 0, the checkpoint with the best validation MRR@5 kept)"
-              + (" -- QUICK SMOKE RUN: 2 steps, 40 pairs per library" if a.quick else ".")]
+              + (" -- QUICK SMOKE RUN: 2 steps, 40 pairs per library" if a.quick else "."),
+              "Data: `make-data` (the help desk) and `make-data --from-docs` with its default libraries",
+              "(docstrings: test queries from scikit-learn). The test split, each run scored once."]
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if a.out:

@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="queries to score; keep 'test' for the one final comparison")
     s.add_argument("--out", help="also write the metrics as JSON to this new file (missing folders are made)")
     s.add_argument("--model", help="also rank with this encoder untouched ('minilm' or a saved model folder) and "
-                   "with BM25 and it fused (RRF, k=60), with paired intervals")
+                   "with BM25 and it fused (RRF, k=60), with paired intervals%(default).0s")
 
     s = command("train", "fine-tune and index", "Fine-tune with MultipleNegativesRankingLoss through "
                 "sentence-transformers' trainer, keep the checkpoint with the best validation MRR@5 (the "
@@ -156,16 +156,17 @@ def build_parser() -> argparse.ArgumentParser:
                 "--where, only documents whose fields pass are ranked; with --queries FILE --out FILE, every "
                 "query of a JSONL file is ranked and the results written as JSONL, whole or not at all.")
     s.add_argument("run", help="run folder written by train")
-    s.add_argument("query", nargs="?", help="the question, without any instruction (it is added once, here)")
+    s.add_argument("query", nargs="?", help="the question, without any instruction (it is added once, here)"
+                   "%(default).0s")
     s.add_argument("--k", type=int, default=5, help="how many documents to print")
     s.add_argument("--device", default="cpu", help="where to encode the query: cpu, cuda or cuda:N")
     s.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                    help="rank only documents whose field KEY is VALUE (a list field: contains it; a number field "
-                   "also takes <, <=, >, >=); repeat for AND")
+                   "also takes <, <=, >, >=); repeat for AND%(default).0s")
     s.add_argument("--queries", metavar="FILE.jsonl", help="instead of QUERY: one JSON object per line, with 'id', "
-                   "'text' and optionally 'where' (a list of KEY=VALUE)")
+                   "'text' and optionally 'where' (a list of KEY=VALUE)%(default).0s")
     s.add_argument("--out", metavar="FILE.jsonl", help="with --queries: the new file for the results (one line per "
-                   "query: id, the top k doc ids and scores, the filter applied)")
+                   "query: id, the top k doc ids and scores, the filter applied)%(default).0s")
     s.add_argument("--batch-size", type=int, default=32, help="with --queries: queries per encoding batch")
     _ranking_flags(s)
 
@@ -190,9 +191,9 @@ def _ranking_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--ranker", default="dense", choices=RANKERS, help="dense: the model's cosine; bm25: keywords; "
                    "hybrid: both fused (evaluate scores all three and saves this one's rankings)")
     s.add_argument("--fusion", choices=FUSIONS, help="how hybrid fuses: rrf, reciprocal rank fusion (default), or "
-                   "weighted, a weighted sum of scores min-max normalised per query")
-    s.add_argument("--rrf-k", type=int, help="with --fusion rrf: k in 1 / (k + rank) (default 60)")
-    s.add_argument("--weight", type=float, help="with --fusion weighted: the dense score's share, 0 to 1 (default 0.5)")
+                   "weighted, a weighted sum of scores min-max normalised per query%(default).0s")
+    s.add_argument("--rrf-k", type=int, help="with --fusion rrf: k in 1 / (k + rank) (default: 60)%(default).0s")
+    s.add_argument("--weight", type=float, help="with --fusion weighted: the dense score's share, 0 to 1 (default: 0.5)%(default).0s")
     s.add_argument("--windows", default="auto", choices=WINDOWS, help="for a run indexed with --chunk: score a "
                    "document by its best window (max), their mean, or its one whole vector (whole); auto: max if "
                    "the run has windows, else whole")
