@@ -193,7 +193,8 @@ def _ranking_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--fusion", choices=FUSIONS, help="how hybrid fuses: rrf, reciprocal rank fusion (default), or "
                    "weighted, a weighted sum of scores min-max normalised per query%(default).0s")
     s.add_argument("--rrf-k", type=int, help="with --fusion rrf: k in 1 / (k + rank) (default: 60)%(default).0s")
-    s.add_argument("--weight", type=float, help="with --fusion weighted: the dense score's share, 0 to 1 (default: 0.5)%(default).0s")
+    s.add_argument("--weight", type=float, help="with --fusion weighted: the dense score's share, 0 to 1 "
+                   "(default: 0.5)%(default).0s")
     s.add_argument("--windows", default="auto", choices=WINDOWS, help="for a run indexed with --chunk: score a "
                    "document by its best window (max), their mean, or its one whole vector (whole); auto: max if "
                    "the run has windows, else whole")

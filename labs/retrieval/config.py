@@ -80,7 +80,7 @@ class TrainConfig:
     chunk: int | None = _setting(None, "also index each document as overlapping windows of this many tokens (at "
                                  "most --max-length - 2); search and evaluate score a document by its best window")
     stride: int | None = _setting(None, "with --chunk: a new window every this many tokens (1 to --chunk; half of "
-                                  "--chunk overlaps each window by half)")
+                                  "--chunk makes each window overlap the next by half)")
     weight_decay: float = _setting(0.01, "AdamW weight decay (biases and norms spared)", flag=False)
 
     def __post_init__(self) -> None:
