@@ -142,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--split", default="val", choices=["val", "test"],
                    help="queries to score; keep 'test' for the one final comparison")
     s.add_argument("--out", help="also write the metrics as JSON to this new file (missing folders are made)")
+    s.add_argument("--model", help="also rank with this encoder untouched ('minilm' or a saved model folder) and "
+                   "with BM25 and it fused (RRF, k=60), with paired intervals%(default).0s")
 
     s = command("train", "fine-tune and index", "Fine-tune with MultipleNegativesRankingLoss through "
                 "sentence-transformers' trainer, keep the checkpoint with the best validation MRR@5 (the "
@@ -150,11 +152,23 @@ def build_parser() -> argparse.ArgumentParser:
     add_fields(s, TrainConfig)
 
     s = command("search", "query a run's index", "Check the run's SHA-256 contract, encode the query with the "
-                "saved instruction, print the top documents and their cosine.")
+                "saved instruction, print the top documents and their cosine (or BM25, or both fused). With "
+                "--where, only documents whose fields pass are ranked; with --queries FILE --out FILE, every "
+                "query of a JSONL file is ranked and the results written as JSONL, whole or not at all.")
     s.add_argument("run", help="run folder written by train")
-    s.add_argument("query", help="the question, without any instruction (it is added once, here)")
+    s.add_argument("query", nargs="?", help="the question, without any instruction (it is added once, here)"
+                   "%(default).0s")
     s.add_argument("--k", type=int, default=5, help="how many documents to print")
     s.add_argument("--device", default="cpu", help="where to encode the query: cpu, cuda or cuda:N")
+    s.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                   help="rank only documents whose field KEY is VALUE (a list field: contains it; a number field "
+                   "also takes <, <=, >, >=); repeat for AND%(default).0s")
+    s.add_argument("--queries", metavar="FILE.jsonl", help="instead of QUERY: one JSON object per line, with 'id', "
+                   "'text' and optionally 'where' (a list of KEY=VALUE)%(default).0s")
+    s.add_argument("--out", metavar="FILE.jsonl", help="with --queries: the new file for the results (one line per "
+                   "query: id, the top k doc ids and scores, the filter applied)%(default).0s")
+    s.add_argument("--batch-size", type=int, default=32, help="with --queries: queries per encoding batch")
+    _ranking_flags(s)
 
     s = command("evaluate", "score a run on one split, once", "Check the contract and the corpus hash, score one "
                 "split and write {split}_metrics.json and {split}_rankings.json into the run (never overwritten).")
@@ -163,7 +177,41 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--split", default="val", choices=["val", "test"], help="'test' once, at the very end")
     s.add_argument("--device", default="cpu", help="where to encode queries: cpu, cuda or cuda:N")
     s.add_argument("--batch-size", type=int, default=32, help="queries per encoding batch")
+    _ranking_flags(s)
     return p
+
+
+#: The choices of the ranking flags (`labs.retrieval.hybrid` and `labs.retrieval.index` hold the same
+#: tuples; a test keeps them equal, so that the parser need not import numpy).
+RANKERS, FUSIONS, WINDOWS = ("dense", "bm25", "hybrid"), ("rrf", "weighted"), ("auto", "whole", "max", "mean")
+
+
+def _ranking_flags(s: argparse.ArgumentParser) -> None:
+    """--ranker, --fusion, --rrf-k, --weight and --windows (search and evaluate)."""
+    s.add_argument("--ranker", default="dense", choices=RANKERS, help="dense: the model's cosine; bm25: keywords; "
+                   "hybrid: both fused (evaluate scores all three and saves this one's rankings)")
+    s.add_argument("--fusion", choices=FUSIONS, help="how hybrid fuses: rrf, reciprocal rank fusion (default), or "
+                   "weighted, a weighted sum of scores min-max normalised per query%(default).0s")
+    s.add_argument("--rrf-k", type=int, help="with --fusion rrf: k in 1 / (k + rank) (default: 60)%(default).0s")
+    s.add_argument("--weight", type=float, help="with --fusion weighted: the dense score's share, 0 to 1 "
+                   "(default: 0.5)%(default).0s")
+    s.add_argument("--windows", default="auto", choices=WINDOWS, help="for a run indexed with --chunk: score a "
+                   "document by its best window (max), their mean, or its one whole vector (whole); auto: max if "
+                   "the run has windows, else whole")
+
+
+def _ranking(args, hybrid_only: bool):
+    """The `labs.retrieval.index.Ranking` of the flags; refuses fusion flags that would change nothing."""
+    if args.fusion == "weighted" and args.rrf_k is not None:
+        raise ValueError("--rrf-k applies to --fusion rrf, not weighted")
+    if args.weight is not None and args.fusion != "weighted":
+        raise ValueError("--weight applies to --fusion weighted; add --fusion weighted")
+    if hybrid_only and args.ranker != "hybrid" and (args.fusion, args.rrf_k) != (None, None):
+        raise ValueError(f"--fusion and --rrf-k apply to --ranker hybrid, not {args.ranker}")
+    from labs.retrieval.index import Ranking
+
+    return Ranking(args.ranker, args.fusion or "rrf", 60 if args.rrf_k is None else args.rrf_k,
+                   0.5 if args.weight is None else args.weight, args.windows)
 
 
 def add_fields(parser: argparse.ArgumentParser, config) -> None:
@@ -234,13 +282,32 @@ def cmd_make_data(args) -> int:
         print(f"wrote corpus.jsonl, queries.jsonl, train_pairs.jsonl, metadata.json to {_shown(args.out)}")
         print("documents: " + json.dumps(meta["counts"]))
         print("versions:  " + json.dumps(meta["versions"]))
+        _print_truncation(args.out)
         return 0
     from labs.retrieval.data import write_dataset
     from labs.retrieval.helpdesk import make_helpdesk
 
     folder = write_dataset(make_helpdesk(), args.out, "--out")
     print(f"wrote corpus.jsonl, queries.jsonl, train_pairs.jsonl to {_shown(folder)}")
+    _print_truncation(folder)
     return 0
+
+
+def _print_truncation(folder) -> None:
+    """What train's defaults (the packaged MiniLM, --max-length 128) would cut of the data just written."""
+    from transformers import AutoTokenizer
+
+    from labs.retrieval.chunking import truncation, truncation_line
+    from labs.retrieval.config import TrainConfig
+    from labs.retrieval.data import load_dataset
+    from labs.retrieval.models import minilm_path
+
+    data = load_dataset(folder)
+    limit = TrainConfig.__dataclass_fields__["max_length"].default
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+    print(f"length limit of train's defaults (minilm, --max-length {limit}):")
+    print("  " + truncation_line("documents", truncation(tokenizer, [d["text"] for d in data.corpus], limit)))
+    print("  " + truncation_line("queries", truncation(tokenizer, [q["text"] for q in data.queries], limit)))
 
 
 def cmd_baseline(args) -> int:
@@ -257,13 +324,64 @@ def cmd_baseline(args) -> int:
         rows = {m: retrieval_metrics(baseline_rankings(m, data.corpus, queries), data.qrels(args.split))
                 for m in ("tfidf", "bm25")}
         print(f"{args.split}: {len(queries)} queries against {len(data.corpus)} documents")
-        print(_table(rows))
+        if args.model is not None:
+            rows, differences = _with_model(args.model, data, args.split, rows)
+            print(_systems_table(rows))
+            print(_differences(differences))
+        else:
+            print(_table(rows))
         if out is not None:
             files.remove_stale(Path(os.path.abspath(out)).parent, f".{out.name}.tmp-")  # left by a killed baseline
             with files.signals_held():  # written and recorded as complete together
                 files.write_json(out, {"split": args.split, **rows})
                 files.COMMITTED.append(out)
     return 0
+
+
+def _with_model(model_name: str, data, split: str, rows: dict) -> tuple[dict, dict]:
+    """baseline --model: the lexical rows, then the untouched encoder (dense) and BM25 + it (hybrid,
+    RRF k=60), on the same queries; with the paired intervals of their MRR@10."""
+    from labs.retrieval.config import TrainConfig
+    from labs.retrieval.hybrid import rrf
+    from labs.retrieval.index import KS, encode_queries, encode_texts
+    from labs.retrieval.instruction import instruction_of
+    from labs.retrieval.metrics import (bm25_scores, paired_interval, per_query, rank_documents,
+                                        retrieval_metrics)
+    from labs.retrieval.models import load_encoder
+
+    if model_name not in ("minilm",) and not Path(model_name).is_dir():
+        raise ValueError(f"--model must be 'minilm' or an existing model folder, got {model_name!r}")
+    model, _, _ = load_encoder(model_name, "cpu", TrainConfig.__dataclass_fields__["max_length"].default)
+    queries = data.split_queries(split)
+    qids, texts = [q["query_id"] for q in queries], [q["text"] for q in queries]
+    doc_ids, docs = [d["doc_id"] for d in data.corpus], [d["text"] for d in data.corpus]
+    qrels = data.qrels(split)
+    dense = encode_queries(model, texts, instruction_of(model)) @ encode_texts(model, docs).T
+    lexical = bm25_scores(docs, texts)
+    rankings = {"bm25": rank_documents(lexical, doc_ids, qids, 10), "dense": rank_documents(dense, doc_ids, qids, 10),
+                "hybrid": rank_documents(rrf(dense, lexical, doc_ids), doc_ids, qids, 10)}
+    rows = {**rows, **{name: retrieval_metrics(r, qrels, KS) for name, r in rankings.items() if name != "bm25"}}
+    values = {name: per_query(r, qrels, "mrr", 10) for name, r in rankings.items()}
+    differences = {f"{a} - {b}": dict(zip(("mrr@10", "low", "high"), paired_interval(values[a], values[b])))
+                   for a, b in (("hybrid", "dense"), ("hybrid", "bm25"), ("dense", "bm25"))}
+    return rows, differences
+
+
+def _systems_table(rows: dict[str, dict[str, float]]) -> str:
+    """The metrics table with a name column wide enough for ``hybrid/max``."""
+    keys = list(next(iter(rows.values())))
+    width = max(7, *(len(name) for name in rows))
+    lines = [f"{'system':<{width}} " + "  ".join(f"{k:>9}" for k in keys)]
+    lines += [f"{name:<{width}} " + "  ".join(f"{m[k]:9.3f}" for k in keys) for name, m in rows.items()]
+    return "\n".join(lines)
+
+
+def _differences(differences: dict[str, dict]) -> str:
+    """Paired differences of MRR@10, one line each, with their 95% bootstrap interval."""
+    lines = ["paired differences in MRR@10 (95% bootstrap interval over queries):"]
+    lines += [f"  {name:<22} {d['mrr@10']:+.3f}  ({d['low']:+.3f} to {d['high']:+.3f})"
+              for name, d in differences.items()]
+    return "\n".join(lines)
 
 
 def cmd_train(args) -> int:
@@ -283,6 +401,10 @@ def cmd_train(args) -> int:
     print(f"{report['processes']} process(es), batches of up to {report['global_batch']} pairs, {report['steps']} "
           f"steps, {'no autocast' if report['precision'] == 'fp32' else report['precision'] + ' autocast'}, "
           "float32 weights")
+    if report.get("truncation"):
+        from labs.retrieval.chunking import truncation_line
+
+        print(truncation_line("documents", report["truncation"]))
     print(f"selected epoch {report['selected_epoch']}; run folder {_shown(args.out)}")
     return 0
 
@@ -311,22 +433,48 @@ def _compile_caches_inside():
 
 
 def cmd_search(args) -> int:
-    from labs.retrieval.index import search
-
+    if args.queries is not None:  # the flags' combination first: refused before NumPy is imported
+        if args.query is not None:
+            raise ValueError("give either QUERY or --queries FILE, not both")
+        if args.out is None:
+            raise ValueError("--queries needs --out FILE.jsonl for the results")
+    elif args.out is not None:
+        raise ValueError("--out applies to --queries FILE; one QUERY prints its results")
+    elif args.query is None:
+        raise ValueError("give a QUERY, or --queries FILE.jsonl --out FILE.jsonl")
+    ranking = _ranking(args, hybrid_only=True)
     validate.integer("--k", args.k, 1)  # named as the flag, before the run is read
     validate.device("--device", args.device)
-    for rank, (doc_id, score) in enumerate(search(args.run, args.query, args.k, args.device), start=1):
+    if args.queries is not None:
+        from labs.retrieval.query_file import search_file
+
+        done = search_file(args.run, args.queries, args.out, k=args.k, device=args.device, where=args.where,
+                           ranking=ranking, batch_size=args.batch_size)
+        print(f"wrote {done['queries']} result lines to {_shown(args.out)}")
+        return 0
+    from labs.retrieval.index import search
+
+    hits = search(args.run, args.query, args.k, args.device, where=args.where, ranking=ranking)
+    if not hits:
+        print(f"no document passes --where {' '.join(map(_shown, args.where))}")
+    for rank, (doc_id, score) in enumerate(hits, start=1):
         print(f"{rank:>2}. {score:.3f}  {_shown(doc_id)}")
     return 0
 
 
 def cmd_evaluate(args) -> int:
-    from labs.retrieval.index import evaluate
+    from labs.retrieval.chunking import truncation_line
+    from labs.retrieval.index import evaluate_all
 
     validate.integer("--batch-size", args.batch_size, 1)  # named as the flag, before the run is read
     validate.device("--device", args.device)
-    metrics = evaluate(args.run, args.data, args.split, args.device, args.batch_size)
-    print(_table({args.split: metrics}))
+    report = evaluate_all(args.run, args.data, args.split, args.device, args.batch_size,
+                          _ranking(args, hybrid_only=False))
+    print(_systems_table(report["systems"]))
+    print(_differences(report["differences"]))
+    print(f"saved: the rankings of {report['ranking']} ({args.split}_rankings.json)")
+    for name in ("documents", "queries"):
+        print(truncation_line(name, report["truncation"][name]))
     return 0
 
 

@@ -77,6 +77,10 @@ class TrainConfig:
                                             "about a third more time")
     attn: str = _setting("sdpa", "attention kernel; flash_attention_2 needs the flash-attn package and a CUDA GPU",
                          choices=validate.ATTENTION)
+    chunk: int | None = _setting(None, "also index each document as overlapping windows of this many tokens (at "
+                                 "most --max-length - 2); search and evaluate score a document by its best window")
+    stride: int | None = _setting(None, "with --chunk: a new window every this many tokens (1 to --chunk; half of "
+                                  "--chunk makes each window overlap the next by half)")
     weight_decay: float = _setting(0.01, "AdamW weight decay (biases and norms spared)", flag=False)
 
     def __post_init__(self) -> None:
@@ -95,6 +99,11 @@ class TrainConfig:
             validate.integer(flag(name), getattr(self, name), low, high)
         if self.max_steps is not None:
             validate.integer("--max-steps", self.max_steps, 1)
+        if (self.chunk is None) != (self.stride is None):
+            raise ValueError("--chunk and --stride go together: give both (e.g. --chunk 96 --stride 48) or neither")
+        if self.chunk is not None:
+            validate.integer("--chunk", self.chunk, 8, self.max_length - 2)
+            validate.integer("--stride", self.stride, 1, self.chunk)
         validate.positive("--lr", self.lr, MAX_LR)
         validate.positive("--scale", self.scale, MAX_SCALE)
         if self.weight_decay != 0:

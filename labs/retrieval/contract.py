@@ -42,12 +42,15 @@ from labs.retrieval.data import FILES
 from labs.retrieval.files import file_sha256, write_json
 from labs.retrieval.instruction import QUERY_TEMPLATE, query_prompt
 
-__all__ = ["CONTRACT", "FORMAT", "INDEX_FILES", "RUN_FILES", "EVALUATION_FILES", "evaluation_files",
+__all__ = ["CONTRACT", "FORMAT", "INDEX_FILES", "MORE_INDEX_FILES", "RUN_FILES", "EVALUATION_FILES", "evaluation_files",
            "contract_digest", "seal_run", "record_evaluation", "verify_contract"]
 
 CONTRACT = "index_contract.json"
 FORMAT = 3  # 3: evaluation files are listed with their hashes (field 'evaluations')
 INDEX_FILES = ("corpus_embeddings.npy", "corpus_ids.json")
+#: Index files a run may list besides: the texts BM25 ranks, the fields --where filters on (both
+#: written by every run since they were added) and, with --chunk, the windows' vectors and documents.
+MORE_INDEX_FILES = ("corpus_texts.json", "corpus_fields.json", "chunk_embeddings.npy", "chunk_docs.json")
 RUN_FILES = ("metrics.json", "validation_rankings.json")  # hashed by seal_run, the trainer's last step
 EVALUATION_FILES = tuple(f"{split}_{kind}.json" for split in ("val", "test") for kind in ("metrics", "rankings"))
 
@@ -176,9 +179,11 @@ def _check_listing(contract: dict) -> None:
     """``files`` lists the index files and the model folder's files, nothing else."""
     prefix = contract["model_dir"] + "/"
     for name in contract["files"]:
-        if name not in INDEX_FILES and not name.startswith(prefix):
+        if name not in INDEX_FILES + MORE_INDEX_FILES and not name.startswith(prefix):
             raise ValueError(f"{CONTRACT} field 'files' lists {name!r}, which is neither an index file nor in "
                              f"the model folder {contract['model_dir']!r}")
+    if ("chunk_embeddings.npy" in contract["files"]) != ("chunk_docs.json" in contract["files"]):
+        raise ValueError(f"{CONTRACT} field 'files' lists only one of chunk_embeddings.npy and chunk_docs.json")
     for name in INDEX_FILES + (prefix + "modules.json",):
         if name not in contract["files"]:
             raise ValueError(f"{CONTRACT} field 'files' does not list {name}")

@@ -12,6 +12,10 @@ train_pairs.jsonl  query (str), positive (str), doc_id (str),           a traini
                    group (str)
 =================  ===================================================  ==========================
 
+A corpus row may also carry ``fields``, an object of strings, finite numbers and lists of
+strings (product, access level, year, tags): a run keeps them, and ``search --where`` ranks only
+the documents whose fields pass (`labs.retrieval.filters`, which states the rules).
+
 ``split`` is one of ``train``, ``val``, ``test``. ``group`` is the unit that is kept
 whole across the split (a product, a library). Files are UTF-8 (a leading byte-order
 mark is accepted); fields beyond the listed ones are ignored. `load_dataset` reads
@@ -37,6 +41,7 @@ from pathlib import Path
 
 from labs.retrieval import validate
 from labs.retrieval.files import build_atomically, named, write_json
+from labs.retrieval.filters import check_fields, check_kinds
 from labs.retrieval.instruction import has_instruction
 
 __all__ = ["SPLITS", "FILES", "DataError", "RetrievalData", "write_dataset", "read_jsonl", "validate_rows",
@@ -254,6 +259,10 @@ def _parse(name: str, data: bytes) -> list[tuple[int, dict]]:
                     raise DataError(path.name, n, f"field {field!r} holds {text!r}, with the unprintable character "
                                     f"{bad!r}: ids and labels are printed, so they may not hold control characters "
                                     "(newline, tab, ...) or other invisible ones")
+        if name == "corpus.jsonl" and "fields" in row:  # optional: what --where filters on
+            problem = check_fields(row["fields"])
+            if problem is not None:
+                raise DataError(path.name, n, problem)
         rows.append((n, row))
     return rows
 
@@ -281,6 +290,9 @@ def validate_rows(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]
             raise DataError("corpus.jsonl", n, f"group {row['group']!r} spans splits: {first[0]!r} on line "
                             f"{first[1]} and {row['split']!r} here; keep a group in one split")
         docs[row["doc_id"]] = row
+    mixed = check_kinds(corpus)  # a field keeps one kind (string, number, list) across the corpus
+    if mixed is not None:
+        raise DataError("corpus.jsonl", *mixed)
     for split in SPLITS:
         if not any(d["split"] == split for d in docs.values()):
             raise DataError("corpus.jsonl", None, f"split {split!r} is empty: it has no documents")

@@ -175,7 +175,8 @@ def train(config: TrainConfig) -> dict | None:
             model.load_state_dict(selector.best_state)  # the selected weights, exactly as saved in best/
             index = write_index(folder, model, instruction=instruction, max_length=config.max_length,
                                 source=source, revision=revision, corpus=data.corpus,
-                                batch_size=config.eval_batch_size, corpus_sha256=data.sha256["corpus.jsonl"])
+                                batch_size=config.eval_batch_size, corpus_sha256=data.sha256["corpus.jsonl"],
+                                chunk=config.chunk, stride=config.stride)
             progress.stage("indexed")
             selected, rankings = rank_queries(model, val, qrels, index.embeddings, index.ids, config.eval_batch_size)
             report = {
@@ -188,6 +189,7 @@ def train(config: TrainConfig) -> dict | None:
                 "gather_across_devices": world > 1, "steps": len(losses), "train_seconds": round(seconds, 2),
                 "losses": losses, "history": selector.history, "selected_epoch": selector.best_epoch,
                 "selected_validation": selected, "data_sha256": dict(data.sha256),
+                "truncation": index.truncation,
                 "memory": memory_report(config.device), "versions": versions(),
             }
             run_files = {"validation_rankings.json": write_json(folder / "validation_rankings.json", rankings),
