@@ -388,8 +388,9 @@ def check_notebook(path: Path, measurement: dict, root: Path = ROOT) -> list[str
     for i, cell in enumerate(code):
         numbers, entry = printed(cell), measured["cells"].get(cell.id, {})
         if numbers and entry.get("numbers") != numbers:
-            was = f"measured on {summary(entry['numbers'])}" if "numbers" in entry else "not measured"
-            problems.append(f"{name}, cell {i} (id {cell.id}) prints {summary(numbers)}, {was}: {again}")
+            how = (f"prints other numbers than measured ({difference(numbers, entry['numbers'])})" if "numbers" in entry
+                   else f"prints {summary(numbers)}, not measured")
+            problems.append(f"{name}, cell {i} (id {cell.id}) {how}: {again}")
         current.append(entry.get("numbers") == numbers)
     if problems:
         return problems
@@ -411,7 +412,13 @@ def check_notebook(path: Path, measurement: dict, root: Path = ROOT) -> list[str
 def summary(numbers: list[str]) -> str:
     """`3 numbers (2.45, 0.42, 17)`, the first few."""
     shown = ", ".join(numbers[:4]) + (", ..." if len(numbers) > 4 else "")
-    return f"{len(numbers)} number{'s' if len(numbers) != 1 else ''} ({shown})" if numbers else "no number"
+    return f"{len(numbers)} number{'s' if len(numbers) != 1 else ''} ({shown})"
+
+
+def difference(now: list[str], was: list[str]) -> str:
+    """Where the printed numbers first differ from the measured ones: `number 2 is 2.47, was 2.45`."""
+    k = next((k for k, (a, b) in enumerate(zip(now, was)) if a != b), None)
+    return f"number {k + 1} is {now[k]}, was {was[k]}" if k is not None else f"{len(now)} numbers, were {len(was)}"
 
 
 # ---- measuring ------------------------------------------------------------------------------------
