@@ -8,9 +8,9 @@ a linked copy of the built book with the fixture page (``site``), its server (``
 page every test that uses the model shares (``session``, one model load a module) and contexts of
 their own (``fresh``); tests/book/live_helpers.py has the helpers they drive the demos with.
 
-test_browser.py drives headless Chromium over the built book and test_lab.py drives JupyterLab:
-they run only when named (make checked-book, make browser, make lab-check), or with --html-root
-for a whole-folder run. In a plain `pytest tests` they are not collected, and the run says so at
+test_browser.py and the live-demo tests drive headless Chromium over the built book: they run only
+when named (make checked-book, make browser, make live-check), or with --html-root for a
+whole-folder run. In a plain `pytest tests` they are not collected, and the run says so at
 its end. The rules they apply that need no browser are unit tests here (test_*_rules.py) and run
 in every `pytest tests`.
 """
@@ -27,7 +27,7 @@ from tools.book import browser as chrome, live_page
 
 LEFT_OUT = pytest.StashKey[set]()  # the browser modules a folder run left out
 FINDINGS = pytest.StashKey[tuple]()  # (the findings file, every page's result), set by test_browser.py
-BROWSER_MODULES = {"test_browser.py": "make checked-book or make browser", "test_lab.py": "make lab-check",
+BROWSER_MODULES = {"test_browser.py": "make checked-book or make browser",
                    "test_live*.py": "make checked-book or make live-check"}
 
 
@@ -42,10 +42,6 @@ def pytest_addoption(parser):
     group.addoption("--findings", default=None, metavar="FILE",
                     help="write every problem found, by rule and page (default: beside the book, "
                          "browser-check.txt)")
-    group.addoption("--lab-notebook", default=None, metavar="NOTEBOOK",
-                    help="the lesson whose first slider the JupyterLab check moves (default: the temperature lesson)")
-    group.addoption("--timings", default=".cache/timings", metavar="DIR",
-                    help="where page_weights.json and browser_check.json go")
 
 
 def pytest_ignore_collect(collection_path: Path, config):
@@ -53,7 +49,7 @@ def pytest_ignore_collect(collection_path: Path, config):
     they always are)."""
     module = _browser_module(collection_path.name)
     if module and collection_path.parent == Path(__file__).parent:
-        if module != "test_lab.py" and config.getoption("html_root", default=None):
+        if config.getoption("html_root", default=None):
             return None
         if _folder_run(config, collection_path):
             config.stash.setdefault(LEFT_OUT, set()).add(module)

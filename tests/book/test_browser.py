@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -48,18 +47,12 @@ def book(request) -> Path:
 @pytest.fixture(scope="module")
 def findings(request, book):
     """Every page's result; written out, by rule, when the module ends."""
-    started = time.monotonic()
     results: dict[str, checks.PageResult] = {}
     yield results
     path = Path(request.config.getoption("findings") or book.parent / "browser-check.txt")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(checks.report(results), encoding="utf-8")
     request.config.stash[FINDINGS] = (path, results)
-    if not request.config.getoption("pages"):
-        timings = Path(request.config.getoption("timings"))
-        timings.mkdir(parents=True, exist_ok=True)
-        (timings / "browser_check.json").write_text(
-            json.dumps({"browser_check_s": round(time.monotonic() - started, 1)}))
 
 
 @pytest.fixture(scope="module")
@@ -76,13 +69,10 @@ def shots(request) -> Path | None:
     return Path(folder) if folder else None
 
 
-def test_page_weights(book, request):
+def test_page_weights(book):
     """Each page (its HTML and the images it loads) under 3 MB, the whole book under 80 MB; no page loads
     the theme's icon script, and only pages with widgets load the widget runtime."""
     weights = checks.page_weights(book, checks.book_pages(book))
-    timings = Path(request.config.getoption("timings"))
-    timings.mkdir(parents=True, exist_ok=True)
-    (timings / "page_weights.json").write_text(json.dumps({"page_weights": weights}, indent=1))
     problems = checks.weight_problems(weights) + checks.asset_problems(book, checks.book_pages(book))
     assert not problems, "\n".join(map(str, problems))
 
