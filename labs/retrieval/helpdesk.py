@@ -2,8 +2,15 @@
 
 In plain words: six article kinds per product, three differently worded questions per
 article, and the products split 6/2/2 into train, validation and test. It is a *wiring
-fixture*: every product shares the same templates, so it shows that the code runs end to
-end and lets a reader see learning happen; it is not a benchmark. Product names come in
+fixture*: it shows that the code runs end to end and lets a reader see learning happen; it is
+not a benchmark.
+
+The split rule: a product's articles and questions stay in one split, and the test questions
+are worded apart. Training and validation questions come from the same three templates per
+article kind (`KINDS`), filled in with other products' names, so validation measures how a
+model handles new products asked the familiar way. The test questions come from three other
+templates per kind (`TEST_QUESTIONS`), used by no training or validation question, so reading
+the test once measures something validation did not: new products asked in new words. Product names come in
 look-alike pairs (Aster/Astra, Iris/Irix, ...) and the article kinds come in look-alike
 pairs (changing vs resetting a password, cancelling vs pausing a plan, exporting vs
 importing data), so no baseline is perfect on every metric.
@@ -16,7 +23,7 @@ from __future__ import annotations
 
 from labs.retrieval.data import RetrievalData
 
-__all__ = ["PRODUCTS", "KINDS", "make_helpdesk"]
+__all__ = ["PRODUCTS", "KINDS", "TEST_QUESTIONS", "make_helpdesk"]
 
 
 # Ten products in look-alike pairs; the first six train, then two validate, two test.
@@ -67,6 +74,31 @@ KINDS: dict[str, tuple[str, str, str, tuple[str, str, str]]] = {
 }
 
 
+# The test products' questions: three more templates per kind, worded apart from the three above
+# (other verbs, other sentence shapes), so no test question is a training or validation question
+# with another product name. {p} is the product name.
+TEST_QUESTIONS: dict[str, tuple[str, str, str]] = {
+    "password": ("Where can I pick a different password for my {p} account?",
+                 "My {p} password is old; what are the steps to replace it?",
+                 "Is there a way to update the credentials I use to log into {p}?"),
+    "reset": ("Can't sign in to {p} because the password slipped my mind. Help?",
+              "What should I do if I no longer know my {p} password?",
+              "Need to regain entry to {p}; the old password is gone from memory."),
+    "cancel": ("Please help me terminate my {p} membership so it never charges again.",
+               "Which button stops {p} billing me every month, permanently?",
+               "I'd like to quit {p} and close out the paid plan entirely."),
+    "pause": ("Can I freeze my {p} billing for a while without losing anything?",
+              "Is it possible to suspend payments on {p} temporarily?",
+              "Going travelling: how can {p} stop charging me until I return?"),
+    "export": ("How can I get a backup of all my {p} content onto my computer?",
+               "Is there a way to save everything in {p} as a file I can keep?",
+               "Before I leave {p}, how do I pull out all my information?"),
+    "import": ("Can {p} read in a CSV from the app I used before?",
+               "What's the way to load my existing records into {p}?",
+               "I'm switching to {p}; how do my old entries get into it?"),
+}
+
+
 # Each product names its settings area differently, so articles are not identical across products.
 _AREAS = ("Account", "Settings", "Profile", "Workspace", "Preferences")
 
@@ -84,7 +116,7 @@ def make_helpdesk() -> RetrievalData:
             doc_id = f"{_slug(product)}-{kind}"
             text = f"{product}: How to {title}. Open {area} then {menu} and choose {action}."
             corpus.append({"doc_id": doc_id, "text": text, "group": product, "split": split})
-            for v, template in enumerate(templates):
+            for v, template in enumerate(TEST_QUESTIONS[kind] if split == "test" else templates):
                 question = template.format(p=product)
                 queries.append({"query_id": f"{doc_id}-q{v}", "text": question,
                                 "relevant_doc_ids": [doc_id], "split": split})

@@ -10,7 +10,7 @@ import pytest
 from labs.retrieval.data import (
     DataError, FILES, load_dataset, read_jsonl, write_dataset,
 )
-from labs.retrieval.helpdesk import KINDS, make_helpdesk, PRODUCTS
+from labs.retrieval.helpdesk import KINDS, make_helpdesk, PRODUCTS, TEST_QUESTIONS
 
 
 @pytest.fixture()
@@ -42,6 +42,21 @@ def test_fixture_sizes_and_splits():
                if d["doc_id"] in q["relevant_doc_ids"])  # every question names its product
     text = {d["doc_id"]: d["text"] for d in data.corpus}
     assert all(p["positive"] == text[p["doc_id"]] for p in data.train_pairs)
+
+
+def test_fixture_test_questions_are_worded_apart():
+    """The split rule: no test question is a training or validation question with another product's
+    name; the test templates share no template with the others, and each kind has three."""
+    data = make_helpdesk()
+
+    def template(q):
+        return min((q["text"].replace(p, "{p}") for p in PRODUCTS if p in q["text"]), key=len)
+
+    seen = {template(q) for q in data.queries if q["split"] != "test"}
+    test = [template(q) for q in data.split_queries("test")]
+    assert not seen & set(test) and len(set(test)) == 18
+    assert set(TEST_QUESTIONS) == set(KINDS) and all(len(t) == 3 for t in TEST_QUESTIONS.values())
+    assert not {t for k in KINDS.values() for t in k[3]} & {t for ts in TEST_QUESTIONS.values() for t in ts}
 
 
 def test_fixture_is_deterministic_and_round_trips(data_dir, tmp_path):
