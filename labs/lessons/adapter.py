@@ -68,7 +68,7 @@ __all__ = ["Mulberry32", "batch_plan", "adapt", "adapter_loss_and_grad", "train_
 
 TAU = 0.05   # temperature: sentence-transformers' MultipleNegativesRankingLoss default (scale 20)
 LR = 0.5     # plain SGD, fixed
-STEPS = 100  # steps of one run (lr and steps chosen on the validation topics, see the benchmark)
+STEPS = 100  # steps of one run (lr and steps chosen on the validation topics; the benchmark records the lr grid)
 BATCH = 16   # questions per step (one per topic)
 
 _MASK = 0xFFFFFFFF
