@@ -71,8 +71,9 @@ def lookalike_table(results: Mapping) -> list[dict]:
 
 def lookalike_glue(results: Mapping) -> dict[str, float | int | str]:
     """Every number the lesson quotes, under ``la_*`` names: the set's sizes, the untouched model's
-    failure share, each part and arm's accuracy, interval and seeds, the paired differences with
-    their verdicts, and the password question's margins and ranks (mean margin, worst rank)."""
+    failure share, each part and arm's accuracy, interval, seeds and paired gain over the untouched
+    model, the paired differences between arms with their verdicts, and the password question's
+    margins and ranks (mean margin, worst rank, seeds on which its steps come first)."""
     u, data = results["untouched"], results["data"]
     out: dict[str, float | int | str] = {
         "la_topics_train": data["topics"]["train"], "la_topics_held_out": data["topics"]["test"],
@@ -93,6 +94,8 @@ def lookalike_glue(results: Mapping) -> dict[str, float | int | str]:
             out[f"{key}_password_margin_min"], out[f"{key}_password_margin_max"] = min(margins), max(margins)
             out[f"{key}_password_rank_worst"] = max(a["password_rank"])
             out[f"{key}_password_first"] = sum(r == 1 for r in a["password_rank"])
+            gain = a["gain_over_untouched"]["pair"]
+            out[f"{key}_gain"], out[f"{key}_gain_verdict"] = gain["mean"], gain["verdict"]
         d = block["difference"]["pair"]
         out[f"la_{part}_diff"], (out[f"la_{part}_diff_lo"], out[f"la_{part}_diff_hi"]) = d["mean"], d["ci95"]
         out[f"la_{part}_diff_verdict"] = d["verdict"]
