@@ -276,11 +276,14 @@ export function start(holder, { ensure, state }) {
     drawRules(rules, columns, B, selected, tau, m, r);
     const empty = rules[selected].empty;
     const lines = bad.concat(windowLine && minedBox.checked ? [`No negatives mined: ${windowLine}`] : []);
-    if (empty.length) {
-      lines.push(`${empty.length === B ? "Every row" : empty.map((i) => `Row Q${i + 1}`).join(", ")} ` +
-        `${empty.length === 1 ? "has" : "have"} no negative left under this rule: ` +
-        `${empty.length === 1 ? "it is" : "they are"} left out of the loss (counted 0 in the mean over the ${B} rows, ` +
-        "as the masked loss does), and teach nothing.");
+    if (empty.length === B) {
+      lines.push("Every row has no negative left under this rule: each is left out of the loss (counted 0, as the " +
+        "masked loss counts it), so the batch's loss is 0 and it teaches nothing.");
+    } else if (empty.length) {
+      const rowsNamed = empty.map((i) => `Q${i + 1}`).join(", ");
+      lines.push(`${empty.length === 1 ? `Row ${rowsNamed} has` : `Rows ${rowsNamed} have`} no negative left under ` +
+        `this rule: ${empty.length === 1 ? "it is" : "they are"} left out of the loss (counted 0 in the mean over the ` +
+        `${B} rows, as the masked loss does) and teach nothing.`);
     }
     if (state.problem !== "same question" && state.problem !== "full") {
       problem.textContent = lines.join(" ");

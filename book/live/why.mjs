@@ -152,7 +152,7 @@ export async function open(panel, o) {
     body.push(make("div", { class: "why-scroll", tabindex: "0", role: "region", "aria-label":
       "How fine-tuning moved the question's shares" }, [table]));
   }
-  panel.replaceChildren(head, status, ...body, close);
+  panel.append(...body, close); // the heading keeps the focus it was given
   const first = parts[0];
   status.textContent = `${o.article.id}: cosine ${fmt(first.split.cosine)}` +
     (first.gap ? `; ${signed(first.gap.gap)} against ${first.other.row.id}.` : ".") +
