@@ -505,6 +505,7 @@ LESSON_DEMOS = {
     "notebooks/01_pooling.html": [("search", None), ("pooling", None)],
     "notebooks/03_infonce.html": [("infonce", "0.5")],
     "notebooks/04_temperature.html": [("infonce", "0.05")],
+    "notebooks/06_mining.html": [("batch", None)],
     "notebooks/07_finetuning.html": [("compare", None)],
 }
 DIV_RE = re.compile(r'<div class="live-demo" data-live="([a-z]+)"(?: data-tau="([0-9.]+)")?\s*>\s*</div>')
