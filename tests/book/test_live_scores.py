@@ -22,6 +22,8 @@ refused). What holds:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -136,6 +138,13 @@ def test_duplicate_texts_and_the_similarity_table(session, live_url):
 # ---- mining against sentence-transformers ----------------------------------------------------
 
 
+@functools.cache
+def _minilm():
+    from labs.retrieval.models import load_minilm
+
+    return load_minilm()
+
+
 def _library_mining(Q: np.ndarray, C: np.ndarray, pairs, cards: dict, **options) -> dict:
     """labs' mine_with_model (sentence-transformers' mine_hard_negatives) on these very vectors: they
     go into the library's embedding cache, so that it scores Q @ C.T and nothing else."""
@@ -144,9 +153,8 @@ def _library_mining(Q: np.ndarray, C: np.ndarray, pairs, cards: dict, **options)
     from pathlib import Path
 
     from labs.lessons.mining import mine_with_model
-    from labs.retrieval.models import load_minilm
 
-    model = load_minilm()
+    model = _minilm()
     name = model.model_card_data.base_model or ""
     questions = list(dict.fromkeys(q for q, _ in pairs))
     corpus = list(cards.values())
@@ -624,3 +632,15 @@ def test_lab_every_reader(session, fresh):
     assert len(got["batch"]["questions"]) == before
     assert lab(s).locator(".live-summary").get_attribute("aria-live") == "polite"
     assert not phone.live_errors() and not session.live_errors()
+
+
+def test_lab_says_why_it_cannot_run(fresh):
+    """Without WebAssembly the lab says so in one line, offers no button, and loads nothing."""
+    s = fresh()
+    s.context.add_init_script("delete window.WebAssembly")
+    page = s.open()
+    note = lab(page).locator(".live-note")
+    assert "no WebAssembly" in note.inner_text()
+    assert lab(page).locator("button", has_text="Open the batch lab").is_hidden()
+    assert not [u for u in s.requests if "batchlab.mjs" in u or "/live/models/" in u]
+    assert not s.live_errors()
