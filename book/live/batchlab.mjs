@@ -253,6 +253,11 @@ export function start(holder, { ensure, state }) {
     if (tauBox.value.trim() === "" || !(Number(tauBox.value) >= TAU_MIN && Number(tauBox.value) <= TAU_MAX)) {
       bad.push(`\u03c4 must be a number from ${TAU_MIN} to ${TAU_MAX}; it stays at ${tau}.`);
     }
+    [[absBox, m, "m"], [relBox, r, "r"]].forEach(([box, used, name]) => {
+      if (box.value.trim() === "" || !(Math.abs(Number(box.value)) <= 2)) {
+        bad.push(`GISTEmbed's margin ${name} must be a number from \u22122 to 2; it counts as ${used}.`);
+      }
+    });
     const masks = {
       none: S.map((row) => row.map(() => false)),
       duplicates: duplicateMask(columns.map((c) => c.text), B),

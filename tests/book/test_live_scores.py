@@ -521,6 +521,17 @@ def test_lab_bad_input_gets_one_line(session, manifest, book):
     lab(page).locator("button", has_text="Add to the batch").click()
     assert state(page, "batch")["problem"] == "same question"
     assert "in the batch already" in problem.inner_text() and len(state(page, "batch")["batch"]["questions"]) == 4
+    # a temperature out of range, and a margin that is no number: one line each, and the last good value kept
+    tau_box = lab(page).locator('input[type="number"]').nth(0)
+    before = state(page, "batch")["batch"]["tau"]
+    got = change(page, lambda: (tau_box.fill("5"), tau_box.press("Enter")))
+    assert got["batch"]["tau"] == before and "must be a number from 0.01 to 2" in problem.inner_text()
+    rel = lab(page).locator('input[type="number"]').nth(2)
+    got = change(page, lambda: (rel.fill(""), rel.press("Enter")))
+    assert "margin r must be a number" in problem.inner_text() and got["batch"]["margins"]["gistRelative"] == 0.05
+    change(page, lambda: (tau_box.fill(str(before)), tau_box.press("Enter")))
+    change(page, lambda: (rel.fill("0.05"), rel.press("Enter")))
+    assert "must be a number" not in problem.inner_text()
     # a margin that masks every negative: the rows are out of the loss, and it says so
     m = lab(page).locator('input[type="number"]').nth(1)
     got = change(page, lambda: lab(page).locator('input[type="radio"][value="gistAbsolute"]').check())
