@@ -435,7 +435,7 @@
       Array.prototype.forEach.call(lists[key].children, function (li, k) {
         var row = rows[key][k];
         var button = make("button", { type: "button", "class": "live-why", text: "Why this score",
-          "aria-label": "Why " + row.id + " scores " + fixed(row.cosine, 3) + (spec.heads[key] ? " (" + spec.heads[key] + ")" : "") });
+          "aria-label": "Why this score: " + row.id + ", " + fixed(row.cosine, 3) + (spec.heads[key] ? " (" + spec.heads[key] + ")" : "") });
         button.addEventListener("click", function () {
           Promise.all([ensure(), moduleOf("why.mjs")]).then(function (got) {
             return got[1].open(panel, { ctx: got[0], keys: spec.keys, heads: spec.heads, question: question,

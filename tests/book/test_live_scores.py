@@ -350,7 +350,7 @@ def test_why_by_keyboard_and_a_new_question_closes_it(session):
     box = demo(page, "search")
     first = got["rankings"]["minilm"][0]["id"]
     button = box.locator(f'li[data-id="{first}"] .live-why')
-    assert button.get_attribute("aria-label") == f"Why {first} scores {got['rankings']['minilm'][0]['cosine']:.3f}"
+    assert button.get_attribute("aria-label") == f"Why this score: {first}, {got['rankings']['minilm'][0]['cosine']:.3f}"
     button.focus()
     page.keyboard.press("Enter")
     page.wait_for_function("() => document.querySelector('.live-demo[data-live=search]').labsLive.why", timeout=WAIT_MS)
