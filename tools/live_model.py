@@ -68,7 +68,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE_SOURCES = ROOT / "book" / "live"
-PAGE_FILES = ("demos.js", "model.mjs", "live.css")
+PAGE_FILES = ("demos.js", "model.mjs", "live.css", "scores.mjs", "why.mjs", "batchlab.mjs")
 NODE_MODULES = ROOT / "node_modules"
 
 #: Lesson 7's training run on a CPU (notebooks/07_finetuning.ipynb: MODEL "minilm", LR 5e-5).

@@ -7,7 +7,9 @@
  *   infonce  a question and its cards on the unit circle, a temperature, InfoNCE's shares, loss
  *            and pull/push arrows (data-tau: the starting temperature);
  *   compare  the search box over lesson 7's help-desk articles, untouched and fine-tuned models
- *            side by side.
+ *            side by side;
+ *   batch    lesson 6's batch lab (batchlab.mjs, loaded when the reader opens it).
+ * A ranked article of search and compare opens "why this score" (why.mjs, loaded on first use).
  * The model (model.mjs and the files it fetches) loads the first time the reader uses a demo
  * (focus, typing, a click), never before. Where the page cannot run it, one line says why and how
  * to read it, and the stored result is shown.
@@ -274,6 +276,8 @@
     clear(div);
     div.appendChild(make("p", { "class": "live-intro", text: spec.intro }));
     [form, tries, f.bar, f.status, f.note, message, columns].forEach(function (e) { div.appendChild(e); });
+    var whyPanel = make("section", { "class": "why-panel", hidden: "hidden" }); // why.mjs draws it
+    div.appendChild(whyPanel);
 
     function rightFor(text) {
       for (var i = 0; i < examples.length; i++) if (examples[i].question === text) return examples[i].right;
@@ -318,6 +322,7 @@
     }
 
     function showEmpty() {
+      whyPanel.setAttribute("hidden", "hidden");
       columns.setAttribute("hidden", "hidden");
       columns.removeAttribute("data-query");
       message.textContent = "The box is empty: type a question, and the articles are ranked by how close they are to it.";
@@ -367,6 +372,7 @@
         " (its limit), so this ranking is for the beginning alone." : "";
       show(texts[0], r.rows, "Ranked for " + quoted(texts[0], 80) + " in " + Math.max(1, Math.round(r.ms)) + " ms: the " +
         "best match is " + best.id + " at cosine " + fixed(best.cosine, 3) + ".", cut);
+      whyButtons(whyPanel, lists, spec, ensure, texts[0], r.rows, state);
       state.rankings = r.rows;
       state.scores = r.scores;
       state.vectors = r.vectors;
@@ -411,6 +417,68 @@
     } else {
       onFirstUse([input, button].concat(chips), ensure);
     }
+  }
+
+  // ---- why this score (why.mjs) and the batch lab (batchlab.mjs), loaded on first use ------
+
+  function moduleOf(name) {
+    if (!importModule) importModule = new Function("url", "return import(url)");
+    return importModule(live.root + "live/" + name + "?v=" + stored.version);
+  }
+
+  /** A "Why this score" button on each ranked article of a live ranking; it opens why.mjs's panel. */
+  function whyButtons(panel, lists, spec, ensure, question, rows, state) {
+    panel.setAttribute("hidden", "hidden");
+    clear(panel);
+    state.why = null;
+    spec.keys.forEach(function (key) {
+      Array.prototype.forEach.call(lists[key].children, function (li, k) {
+        var row = rows[key][k];
+        var button = make("button", { type: "button", "class": "live-why", text: "Why this score",
+          "aria-label": "Why this score: " + row.id + ", " + fixed(row.cosine, 3) + (spec.heads[key] ? " (" + spec.heads[key] + ")" : "") });
+        button.addEventListener("click", function () {
+          Promise.all([ensure(), moduleOf("why.mjs")]).then(function (got) {
+            return got[1].open(panel, { ctx: got[0], keys: spec.keys, heads: spec.heads, question: question,
+              article: { id: row.id, text: row.text }, rankings: rows, opener: button, state: state });
+          }).then(null, function (err) {
+            panel.removeAttribute("hidden");
+            panel.textContent = "The shares could not be computed here (" +
+              String((err && (err.reason || err.message)) || err).slice(0, 160) + ").";
+          });
+        });
+        li.querySelector(".live-doc").appendChild(button);
+      });
+    });
+  }
+
+  function batchDemo(div) {
+    var state = { kind: "batch", status: "idle" };
+    div.labsLive = state;
+    var f = frame(div, state);
+    var start = make("button", { type: "button", "class": "live-button", text: "Open the batch lab" });
+    var holder = make("div", { "class": "lab-holder" });
+    clear(div);
+    div.appendChild(make("p", { "class": "live-intro", text: "Put questions from lesson 1's help articles into a batch " +
+      "and watch the loss at work: the similarity table, each row's InfoNCE, what each negative pushes, and what " +
+      "each false-negative rule and mining setting leaves out. The model runs in this page." }));
+    [start, f.bar, f.status, f.note, holder].forEach(function (e) { div.appendChild(e); });
+    var reason = cannotRun();
+    if (reason) {
+      start.setAttribute("hidden", "hidden");
+      f.fallback(reason);
+      return;
+    }
+    var ensure = loader(f, { models: ["minilm"], sets: ["search"] });
+    start.addEventListener("click", function () {
+      start.disabled = true;
+      moduleOf("batchlab.mjs").then(function (mod) {
+        start.setAttribute("hidden", "hidden");
+        mod.start(holder, { ensure: ensure, state: state });
+      }, function (err) {
+        f.fallback("The batch lab's script did not load (live/batchlab.mjs: " + String(err.message || err).slice(0, 160) +
+          "). Rebuild the book with make book, and serve it with make serve.");
+      });
+    });
   }
 
   // ---- pooling ----------------------------------------------------------------------------
@@ -830,7 +898,7 @@
   // ---- start --------------------------------------------------------------------------------
 
   var KINDS = { search: function (div) { searchDemo(div, "search"); }, compare: function (div) { searchDemo(div, "compare"); },
-    pooling: poolingDemo, infonce: infonceDemo };
+    pooling: poolingDemo, infonce: infonceDemo, batch: batchDemo };
 
   live.start = function (demos) {
     Array.prototype.forEach.call(demos, function (div) {
@@ -838,7 +906,7 @@
       if (div.labsLive) return; // built already
       div.classList.add("live-built");
       if (!KINDS.hasOwnProperty(kind)) {
-        div.textContent = "Unknown live demo kind " + JSON.stringify(kind) + " (search, pooling, infonce, compare).";
+        div.textContent = "Unknown live demo kind " + JSON.stringify(kind) + " (search, pooling, infonce, compare, batch).";
         return;
       }
       KINDS[kind](div);

@@ -420,8 +420,8 @@ def test_cannot_run_says_how_and_shows_the_stored_example(how, site, fresh):
         s.context.add_init_script("delete HTMLScriptElement.prototype.noModule")  # no JavaScript modules
     if how == "file":
         s.page.goto((site / live_page.FIXTURE).resolve().as_uri())
-        s.page.wait_for_function("() => document.querySelectorAll('.live-demo.live-built').length === 5",
-                                 timeout=WAIT_MS)
+        s.page.wait_for_function("() => document.querySelectorAll('.live-demo.live-built').length === "
+                                 "document.querySelectorAll('.live-demo').length", timeout=WAIT_MS)
         page = s.page
     else:
         page = s.open()
@@ -505,6 +505,7 @@ LESSON_DEMOS = {
     "notebooks/01_pooling.html": [("search", None), ("pooling", None)],
     "notebooks/03_infonce.html": [("infonce", "0.5")],
     "notebooks/04_temperature.html": [("infonce", "0.05")],
+    "notebooks/06_mining.html": [("batch", None)],
     "notebooks/07_finetuning.html": [("compare", None)],
 }
 DIV_RE = re.compile(r'<div class="live-demo" data-live="([a-z]+)"(?: data-tau="([0-9.]+)")?\s*>\s*</div>')

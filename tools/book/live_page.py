@@ -3,8 +3,8 @@ benchmarks/live_model.py drive in Chromium.
 
 `mirror` makes the copy cheaply (links to the built book's files, so that a test can replace one
 file of the model, or the manifest, without touching the book), and writes `FIXTURE`: a lesson
-page of the built book with its article replaced by the five demos (search, pooling, InfoNCE at
-tau 0.5 and 0.05, compare). It is the built page otherwise, with the theme's and the course's
+page of the built book with its article replaced by the six demos (search, pooling, InfoNCE at
+tau 0.5 and 0.05, compare, the batch lab). It is the built page otherwise, with the theme's and the course's
 scripts and styles and the live loader as Sphinx put them there, so the demos are tested as a
 reader meets them whether or not the lessons have their demos yet.
 """
@@ -27,6 +27,7 @@ DEMOS = """
 <div class="live-demo" data-live="infonce" data-tau="0.5"></div>
 <div class="live-demo" data-live="infonce" data-tau="0.05"></div>
 <div class="live-demo" data-live="compare"></div>
+<div class="live-demo" data-live="batch"></div>
 </section>
 """
 ARTICLE = re.compile(r'(<article class="bd-article">).*?(</article>)', re.S)
