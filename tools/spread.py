@@ -466,6 +466,21 @@ def run_setting(notebook: Path, name: str, env_extra: dict[str, str], timeout: f
     return {"env": env_extra, "seconds": round(seconds, 1), **analyse(cells)}
 
 
+def unavailable(env_extra: dict[str, str], cpuinfo: str | None = None) -> str | None:
+    """Why this machine cannot run a setting at all, or None. PyTorch's AVX-512 kernels on a CPU
+    without AVX-512 stop the kernel at its first one with an illegal instruction: no reader's
+    machine runs that way, so the setting is recorded as skipped here, with the reason."""
+    if env_extra.get("ATEN_CPU_CAPABILITY") == "avx512":
+        if cpuinfo is None:
+            try:
+                cpuinfo = Path("/proc/cpuinfo").read_text()
+            except OSError:
+                return None
+        if " avx512f" not in cpuinfo:
+            return "this CPU has no AVX-512 (PyTorch's avx512 kernels stop at an illegal instruction)"
+    return None
+
+
 def machine() -> str:
     try:
         cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -574,6 +589,10 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
 
         def one(item):
             setting, env = item
+            why = unavailable(env)
+            if why:
+                skipped = {"env": env, "seconds": 0.0, "skipped": why, "moved": {}, "changed": {}, "errors": {}}
+                return setting, skipped, None
             try:
                 return setting, run_setting(path, setting, env, timeout), None
             except (RuntimeError, subprocess.TimeoutExpired) as err:
@@ -589,6 +608,9 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
                 run["machine"] = here
                 run["when"] = time.strftime("%Y-%m-%d %H:%M")
                 entry["machines"].setdefault(here, {})[setting] = run
+                if run.get("skipped"):
+                    print(f"  {setting:<18} skipped: {run['skipped']}", flush=True)
+                    continue
                 moved = ", ".join(f"{cells[c]['index']}" for c in run["moved"]) or "none"
                 extra = "".join(f"; {what} in cells {', '.join(str(cells[c]['index']) for c in run[what])}"
                                 for what in ("changed", "errors") if run[what])

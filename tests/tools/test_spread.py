@@ -361,3 +361,11 @@ def test_the_stored_measurement_is_what_spread_writes():
             for moves_of_cell in run["moved"].values():
                 for m in moves_of_cell:
                     spread.one_number(m["stored"]), spread.one_number(m["new"])
+
+
+def test_a_setting_this_cpu_cannot_run_is_recorded_as_skipped():
+    """PyTorch's AVX-512 kernels on a CPU without AVX-512 die at an illegal instruction: skipped, with why."""
+    avx512 = spread.SETTINGS["aten-avx512"]
+    assert "no AVX-512" in spread.unavailable(avx512, cpuinfo="flags\t: fpu sse2 avx2 fma\n")
+    assert spread.unavailable(avx512, cpuinfo="flags\t: fpu sse2 avx2 avx512f avx512bw\n") is None
+    assert spread.unavailable(spread.SETTINGS["aten-avx2"], cpuinfo="flags\t: fpu sse2\n") is None
