@@ -41,7 +41,7 @@ from pathlib import Path
 
 from labs.retrieval import validate
 from labs.retrieval.files import build_atomically, named, write_json
-from labs.retrieval.filters import check_fields, check_kinds
+from labs.retrieval.filters import fields_problem, kinds_problem
 from labs.retrieval.instruction import has_instruction
 
 __all__ = ["SPLITS", "FILES", "DataError", "RetrievalData", "write_dataset", "read_jsonl", "validate_rows",
@@ -260,7 +260,7 @@ def _parse(name: str, data: bytes) -> list[tuple[int, dict]]:
                                     f"{bad!r}: ids and labels are printed, so they may not hold control characters "
                                     "(newline, tab, ...) or other invisible ones")
         if name == "corpus.jsonl" and "fields" in row:  # optional: what --where filters on
-            problem = check_fields(row["fields"])
+            problem = fields_problem(row["fields"])
             if problem is not None:
                 raise DataError(path.name, n, problem)
         rows.append((n, row))
@@ -290,7 +290,7 @@ def validate_rows(corpus: list[tuple[int, dict]], queries: list[tuple[int, dict]
             raise DataError("corpus.jsonl", n, f"group {row['group']!r} spans splits: {first[0]!r} on line "
                             f"{first[1]} and {row['split']!r} here; keep a group in one split")
         docs[row["doc_id"]] = row
-    mixed = check_kinds(corpus)  # a field keeps one kind (string, number, list) across the corpus
+    mixed = kinds_problem(corpus)  # a field keeps one kind (string, number, list) across the corpus
     if mixed is not None:
         raise DataError("corpus.jsonl", *mixed)
     for split in SPLITS:

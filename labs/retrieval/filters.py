@@ -20,7 +20,7 @@ list of strings    it contains VALUE
 =================  ==========================================================================
 
 Several conditions must all hold (AND). A key keeps one kind across the corpus (all strings,
-all numbers or all lists); `check_fields` (one row) and `check_kinds` (across rows) refuse
+all numbers or all lists); `fields_problem` (one row) and `kinds_problem` (across rows) refuse
 anything else when the data is read, naming the file, line and field.
 
 Shapes
@@ -42,7 +42,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "Condition", "field_kind", "check_fields", "check_kinds", "parse_where", "kinds_of",
+__all__ = ["KINDS", "Condition", "field_kind", "fields_problem", "kinds_problem", "parse_where", "kinds_of",
            "passes", "where_mask"]
 
 #: The kinds a field value may have, by name.
@@ -64,7 +64,7 @@ def field_kind(value) -> str | None:
     return None
 
 
-def check_fields(fields) -> str | None:
+def fields_problem(fields) -> str | None:
     """Why a row's ``fields`` value is not usable (one phrase naming the field), or None if it is."""
     if not isinstance(fields, dict):
         return f"field 'fields' must be an object of KEY: value, got {type(fields).__name__}"
@@ -80,7 +80,7 @@ def check_fields(fields) -> str | None:
     return None
 
 
-def check_kinds(rows: Sequence[tuple[int, dict]]) -> tuple[int, str] | None:
+def kinds_problem(rows: Sequence[tuple[int, dict]]) -> tuple[int, str] | None:
     """(line, message) for the first row whose field has another kind than the same key on an earlier
     row (rows as (line number, row)); None when every key keeps one kind."""
     first: dict[str, tuple[str, int]] = {}
