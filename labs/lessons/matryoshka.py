@@ -36,7 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from labs.checks import integer, number, positive, require
+from labs.checks import finite_table, integer, items, number, positive, random_seed, require, temperature, tensor
 from labs.lessons.infonce import info_nce_torch
 
 __all__ = [
@@ -54,16 +54,20 @@ __all__ = [
 
 def cut(vectors: torch.Tensor, m: int) -> torch.Tensor:
     """The first ``m`` numbers of each row, rescaled to length 1: (n, D) -> (n, m)."""
+    vectors = tensor(vectors, "vectors", what="a table of vectors, one per row", nonempty=True, finite=True)
+    require(vectors.ndim >= 1, "vectors must be a table of vectors, one per row, got a single number")
     return F.normalize(vectors[..., :integer(m, "m", 1, vectors.shape[-1])], dim=-1)
 
 
 def matryoshka_loss(queries: torch.Tensor, docs: torch.Tensor, dims: Sequence[int], tau: float = 0.05,
                     weights: Sequence[float] | None = None) -> torch.Tensor:
     """Sum over m in ``dims`` of weight_m * InfoNCE(cut(queries, m), cut(docs, m), tau); weights default to 1."""
-    dims = list(dims)
-    weights = [1.0] * len(dims) if weights is None else list(weights)
+    dims = [integer(m, "dims", 1) for m in items(dims, "dims", "a list of lengths")]
+    weights = [1.0] * len(dims) if weights is None else [
+        number(w, "weights", "finite numbers >= 0", low=0.0, finite=True) for w in items(weights, "weights")]
     require(dims, "dims is empty: give at least one length")
     require(len(weights) == len(dims), f"weights and dims differ in length: {len(weights)} vs {len(dims)}")
+    tau = temperature(tau, learned=True)
     return sum(w * info_nce_torch(cut(queries, m), cut(docs, m), tau) for m, w in zip(dims, weights))
 
 
@@ -74,8 +78,13 @@ def reciprocal_ranks(scores: torch.Tensor, right: Sequence[int], k: int = 10) ->
     The rank counts the columns scoring strictly higher, plus one. Any score works: cosines, dot
     products of quantised vectors, matching bits.
     """
-    right = torch.as_tensor(list(right))
-    require(scores.ndim == 2 and len(right) == len(scores), "need a (Q, N) scores table and one right column per "
+    scores = tensor(scores, "scores", ndim=2, what="a (Q, N) table of scores")
+    require(not bool(torch.isnan(scores).any()), "scores contains NaN: a rank among NaN scores has no meaning")
+    k = min(integer(k, "k", 1), scores.shape[1])  # a rank is at most N: a larger k changes nothing
+    columns = [integer(r, "right", 0, scores.shape[1] - 1, what=f"column indices (0..{scores.shape[1] - 1})")
+               for r in items(right, "right", "a list of column indices")]
+    right = torch.as_tensor(columns, dtype=torch.long)
+    require(len(right) == len(scores), "need a (Q, N) scores table and one right column per "
             f"row; got {tuple(scores.shape)} and {len(right)}")
     own = scores[torch.arange(len(right)), right]
     rank = (scores > own[:, None]).sum(dim=1) + 1
@@ -89,11 +98,12 @@ def bootstrap_interval(values: Sequence[float], *, level: float = 0.95, n: int =
     Draws ``n`` resamples of the questions with replacement; for a paired comparison pass the
     per-question differences.
     """
-    values, level = np.asarray(values, dtype=float), number(level, "level", "between 0 and 1", low=0.0, above=True,
+    values, level = finite_table(values, "values"), number(level, "level", "between 0 and 1", low=0.0, above=True,
                                                             high=1.0, below=True)
     require(values.ndim == 1 and len(values) >= 2, "values: need a 1-d sequence of at least two numbers, got shape "
             f"{values.shape}")
-    rng = np.random.default_rng(seed)
+    n = integer(n, "n", 1, 100_000)  # resamples: 2,000 is plenty; a million rows of draws would not fit
+    rng = np.random.default_rng(random_seed(seed))
     means = values[rng.integers(0, len(values), size=(n, len(values)))].mean(axis=1)
     tail = (1 - level) / 2
     lo, hi = np.quantile(means, [tail, 1 - tail])
@@ -102,6 +112,7 @@ def bootstrap_interval(values: Sequence[float], *, level: float = 0.95, n: int =
 
 def quantize_int8(vectors: torch.Tensor, scale: float) -> torch.Tensor:
     """Round every number to an integer from -127 to 127, with 127 standing for ``scale`` (one byte each)."""
+    vectors = tensor(vectors, "vectors", finite=True)
     return torch.round(vectors * 127 / positive(scale, "scale")).clamp(-127, 127)
 
 
@@ -122,8 +133,9 @@ def spherical_kmeans(vectors: torch.Tensor, k: int, *, iters: int = 10,
     Starts from ``k`` rows drawn with ``seed``; each round assigns every row to its nearest
     centroid and moves each centroid to its members' mean, rescaled to length 1.
     """
-    k = integer(k, "k", 1, len(vectors))
-    gen = torch.Generator().manual_seed(seed)
+    vectors = tensor(vectors, "vectors", ndim=2, what="a (n, D) table of vectors", nonempty=True, finite=True)
+    k, iters = integer(k, "k", 1, len(vectors)), integer(iters, "iters", 0, 10_000)
+    gen = torch.Generator().manual_seed(random_seed(seed))
     centroids = vectors[torch.randperm(len(vectors), generator=gen)[:k]].clone()
     for _ in range(iters):
         assign = (vectors @ centroids.T).argmax(dim=1)
