@@ -31,12 +31,14 @@ Relations: `matryoshka_loss` equals sentence-transformers' ``MatryoshkaLoss``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from labs.checks import finite_table, integer, items, number, positive, random_seed, require, temperature, tensor
+from labs.checks import (arguments, finite_table, indices, integer, items, number, optional, positive, random_seed,
+                         require, temperature, tensor)
 from labs.lessons.infonce import info_nce_torch
 
 __all__ = [
@@ -52,25 +54,36 @@ __all__ = [
 ]
 
 
+_VECTORS = partial(tensor, what="a table of vectors, one per row", nonempty=True, finite=True)
+
+
+def _lengths(value, name: str) -> list[int]:
+    """A non-empty list of lengths (integers >= 1)."""
+    return [integer(m, name, 1) for m in items(value, name, "a non-empty list of lengths", nonempty=True)]
+
+
+def _weights(value, name: str) -> list[float]:
+    """A list of finite weights >= 0 (an infinite weight would make the loss infinite)."""
+    return [number(w, name, "finite numbers >= 0", low=0.0, finite=True) for w in items(value, name)]
+
+
+@arguments(vectors=_VECTORS)
 def cut(vectors: torch.Tensor, m: int) -> torch.Tensor:
     """The first ``m`` numbers of each row, rescaled to length 1: (n, D) -> (n, m)."""
-    vectors = tensor(vectors, "vectors", what="a table of vectors, one per row", nonempty=True, finite=True)
     require(vectors.ndim >= 1, "vectors must be a table of vectors, one per row, got a single number")
     return F.normalize(vectors[..., :integer(m, "m", 1, vectors.shape[-1])], dim=-1)
 
 
+@arguments(dims=_lengths, tau=partial(temperature, learned=True), weights=optional(_weights))
 def matryoshka_loss(queries: torch.Tensor, docs: torch.Tensor, dims: Sequence[int], tau: float = 0.05,
                     weights: Sequence[float] | None = None) -> torch.Tensor:
     """Sum over m in ``dims`` of weight_m * InfoNCE(cut(queries, m), cut(docs, m), tau); weights default to 1."""
-    dims = [integer(m, "dims", 1) for m in items(dims, "dims", "a list of lengths")]
-    weights = [1.0] * len(dims) if weights is None else [
-        number(w, "weights", "finite numbers >= 0", low=0.0, finite=True) for w in items(weights, "weights")]
-    require(dims, "dims is empty: give at least one length")
+    weights = [1.0] * len(dims) if weights is None else weights
     require(len(weights) == len(dims), f"weights and dims differ in length: {len(weights)} vs {len(dims)}")
-    tau = temperature(tau, learned=True)
     return sum(w * info_nce_torch(cut(queries, m), cut(docs, m), tau) for m, w in zip(dims, weights))
 
 
+@arguments(scores=partial(tensor, ndim=2, what="a (Q, N) table of scores"), k=partial(integer, minimum=1))
 def reciprocal_ranks(scores: torch.Tensor, right: Sequence[int], k: int = 10) -> np.ndarray:
     """Per question (row of the (Q, N) ``scores``), 1 / (rank of its right column) if that rank is at
     most ``k``, else 0: shape (Q,). Their mean is MRR@k.
@@ -78,19 +91,18 @@ def reciprocal_ranks(scores: torch.Tensor, right: Sequence[int], k: int = 10) ->
     The rank counts the columns scoring strictly higher, plus one. Any score works: cosines, dot
     products of quantised vectors, matching bits.
     """
-    scores = tensor(scores, "scores", ndim=2, what="a (Q, N) table of scores")
     require(not bool(torch.isnan(scores).any()), "scores contains NaN: a rank among NaN scores has no meaning")
-    k = min(integer(k, "k", 1), scores.shape[1])  # a rank is at most N: a larger k changes nothing
-    columns = [integer(r, "right", 0, scores.shape[1] - 1, what=f"column indices (0..{scores.shape[1] - 1})")
-               for r in items(right, "right", "a list of column indices")]
-    right = torch.as_tensor(columns, dtype=torch.long)
+    right = indices(right, "right", scores.shape[1], f"column indices (0..{scores.shape[1] - 1})", distinct=False)
     require(len(right) == len(scores), "need a (Q, N) scores table and one right column per "
             f"row; got {tuple(scores.shape)} and {len(right)}")
-    own = scores[torch.arange(len(right)), right]
+    own = scores[torch.arange(len(right)), torch.as_tensor(right, dtype=torch.long)]
     rank = (scores > own[:, None]).sum(dim=1) + 1
-    return torch.where(rank <= k, 1.0 / rank, torch.zeros_like(rank, dtype=torch.float)).double().numpy()
+    return torch.where(rank <= min(k, scores.shape[1]), 1.0 / rank, torch.zeros_like(rank, dtype=torch.float)).double().numpy()
 
 
+@arguments(values=finite_table, level=partial(number, what="between 0 and 1", low=0.0, above=True, high=1.0,
+                                               below=True),
+           n=partial(integer, minimum=1, maximum=100_000), seed=random_seed)
 def bootstrap_interval(values: Sequence[float], *, level: float = 0.95, n: int = 2000,
                        seed: int = 0) -> tuple[float, float]:
     """A percentile bootstrap interval for the mean of ``values`` (one value per question).
@@ -98,12 +110,9 @@ def bootstrap_interval(values: Sequence[float], *, level: float = 0.95, n: int =
     Draws ``n`` resamples of the questions with replacement; for a paired comparison pass the
     per-question differences.
     """
-    values, level = finite_table(values, "values"), number(level, "level", "between 0 and 1", low=0.0, above=True,
-                                                            high=1.0, below=True)
     require(values.ndim == 1 and len(values) >= 2, "values: need a 1-d sequence of at least two numbers, got shape "
             f"{values.shape}")
-    n = integer(n, "n", 1, 100_000)  # resamples: 2,000 is plenty; a million rows of draws would not fit
-    rng = np.random.default_rng(random_seed(seed))
+    rng = np.random.default_rng(seed)
     means = values[rng.integers(0, len(values), size=(n, len(values)))].mean(axis=1)
     tail = (1 - level) / 2
     lo, hi = np.quantile(means, [tail, 1 - tail])
