@@ -113,6 +113,15 @@ def optional(rule: Callable[[object, str], object]) -> Callable[[object, str], o
 # ---------------------------------------------------------------------------
 
 
+def _repr(value, width: int = 60) -> str:
+    """``repr(value)`` on one line, at most ``width`` characters (a table's repr spans lines)."""
+    try:
+        text = " ".join(repr(value).split())
+    except Exception:  # noqa: BLE001 - an object whose repr fails is still named by its type
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def _is_tensor(value) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "requires_grad")
 
@@ -138,11 +147,11 @@ def number(value, name: str, what: str = "a real number", *, low: float = -math.
                              f"gradient would reach it. Pass float({name}) if a number is meant")
         value = value.cpu().item()
     if isinstance(value, (bool, np.bool_, str, bytes, complex, np.complexfloating)):
-        raise ValueError(f"{name} must be {what}, got {value!r}")
+        raise ValueError(f"{name} must be {what}, got {_repr(value)}")
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be {what}, got {value!r:.60}") from None
+        raise ValueError(f"{name} must be {what}, got {_repr(value)}") from None
     except OverflowError:  # an int beyond float64's range (about 1.8e308)
         raise ValueError(f"{name} must be {what}, got {value!r:.20}..., too large for a float") from None
     ranged = low != -math.inf or high != math.inf or finite
@@ -176,13 +185,19 @@ def temperature(value, name: str = "tau", *, learned: bool = False):
 
 def integer(value, name: str, minimum: int | None = None, maximum: int | None = None, *,
             what: str | None = None) -> int:
-    """``int(value)`` for a Python or NumPy integer in [minimum, maximum], or ValueError naming ``name``
-    and the range: bools, floats (even 2.0), strings and tensors are refused."""
+    """``int(value)`` for a Python or NumPy integer (or a 0-d integer tensor) in [minimum, maximum], or
+    ValueError naming ``name`` and the range: bools, floats (even 2.0), strings and other tensors are
+    refused."""
     if what is None:
         what = "an integer" + ("" if minimum is None else f" >= {minimum}" if maximum is None
                                else f" from {minimum} to {maximum}")
+    if _is_tensor(value) and value.ndim == 0 and not value.is_floating_point() and not value.is_complex() \
+            and str(value.dtype) != "torch.bool":  # a 0-d integer tensor, as torch hands out a count
+        value = int(value.item())
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":  # np.asarray(3)
+        value = int(value.item())
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be {what}, got {value!r:.60}")
+        raise ValueError(f"{name} must be {what}, got {_repr(value)}")
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
         raise ValueError(f"{name} must be {what}, got {value!r}")
     return int(value)
@@ -199,7 +214,7 @@ def flag(value, name: str) -> bool:
     """``value`` as a bool if it is True or False (NumPy's too): a string such as "no" or a number
     would otherwise count as true or false without a word."""
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r:.60}")
+        raise ValueError(f"{name} must be True or False, got {_repr(value)}")
     return bool(value)
 
 
@@ -420,10 +435,11 @@ def items(value, name: str, what: str = "a list", *, ordered: bool = False, none
     (it has no order), with ``nonempty`` an empty list. ``each``, if given, checks every entry
     (``each(entry)``, which names it) and the list holds what it returns."""
     unordered = ordered and isinstance(value, (set, frozenset))
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable) or unordered:
-        raise ValueError(f"{name} must be {what}, got {value!r:.60}" + (" (a set has no order)" if unordered else ""))
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable) or unordered \
+            or getattr(value, "ndim", 1) == 0:  # a 0-d tensor or array: one number, no entries
+        raise ValueError(f"{name} must be {what}, got {_repr(value)}" + (" (a set has no order)" if unordered else ""))
     out = list(value)
-    require(out or not nonempty, f"{name} must be {what}, got {value!r:.60}")
+    require(out or not nonempty, f"{name} must be {what}, got {_repr(value)}")
     return out if each is None else [each(v) for v in out]
 
 
@@ -451,7 +467,7 @@ def template(value: str, name: str, fields: str, **values) -> str:
     try:
         return value.format(**values)
     except (KeyError, IndexError, ValueError, AttributeError) as err:
-        raise ValueError(f"{name} = {value!r:.60} is not a template with only {fields}: {type(err).__name__} "
+        raise ValueError(f"{name} = {_repr(value)} is not a template with only {fields}: {type(err).__name__} "
                          f"{err}") from None
 
 
@@ -459,7 +475,7 @@ def indices(value, name: str, size: int, what: str | None = None, *, distinct: b
     """``value`` as a non-empty list of integers from 0 to size - 1 (rows or columns of a table, each
     once when ``distinct``), or ValueError "{name} must be {what}, got ...": floats, bools and one
     string are not indices."""
-    wrong = f"{name} must be {what or f'distinct indices (0..{size - 1})'}, got {value!r:.60}"
+    wrong = f"{name} must be {what or f'distinct indices (0..{size - 1})'}, got {_repr(value)}"
     try:
         out = [integer(i, name, 0, size - 1) for i in items(value, name)]
     except ValueError:
@@ -502,7 +518,7 @@ def function(value, name: str, what: str = "a function") -> Callable:
 def generator(value, name: str = "rng") -> np.random.Generator:
     """A NumPy random Generator that the caller passes (so the caller sees every random draw)."""
     if not isinstance(value, np.random.Generator):
-        raise ValueError(f"{name} must be a numpy Generator, such as np.random.default_rng(seed), got {value!r:.60}")
+        raise ValueError(f"{name} must be a numpy Generator, such as np.random.default_rng(seed), got {_repr(value)}")
     return value
 
 
@@ -512,7 +528,7 @@ def torch_generator(value, name: str = "gen"):
 
     if not isinstance(value, torch.Generator):
         raise ValueError(f"{name} must be a torch.Generator, such as torch.Generator().manual_seed(seed), "
-                         f"got {value!r:.60}")
+                         f"got {_repr(value)}")
     return value
 
 

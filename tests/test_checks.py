@@ -74,10 +74,16 @@ def test_a_learned_temperature_keeps_its_gradient_and_a_plain_one_is_refused_wit
         temperature(torch.tensor(-1.0, requires_grad=True), learned=True)
 
 
-@pytest.mark.parametrize("value", [True, np.bool_(False), 2.0, "3", None, np.float64(1.0), torch.tensor(2)])
+@pytest.mark.parametrize("value", [True, np.bool_(False), 2.0, "3", None, np.float64(1.0), torch.tensor(2.0),
+                                   torch.tensor(True), torch.tensor([2])])
 def test_integer_takes_integers_only(value):
     with pytest.raises(ValueError, match="steps must be an integer"):
         integer(value, "steps")
+
+
+@pytest.mark.parametrize("value", [2, np.int64(2), np.uint8(2), torch.tensor(2), torch.tensor(2, dtype=torch.int8)])
+def test_integer_takes_a_0d_integer_tensor_as_a_reader_passes_it(value):
+    assert integer(value, "steps", 1) == 2 and type(integer(value, "steps", 1)) is int
 
 
 def test_integer_takes_numpy_integers_and_checks_its_range():

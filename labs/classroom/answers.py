@@ -191,7 +191,7 @@ def call_answer(fn: Callable, *args: object) -> tuple[object, str | None]:
     """``(fn(*args), None)``, or ``(None, "TypeName: message")`` (one line) if the reader's function raised."""
     try:
         return fn(*args), None
-    except Exception as err:  # the reader's code: report it, do not crash the notebook
+    except (Exception, SystemExit) as err:  # the reader's code (exit() too): report it, do not crash the notebook
         try:
             message = " ".join(str(err).split())
         except Exception:

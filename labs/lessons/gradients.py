@@ -89,7 +89,7 @@ def steps_per_epoch(n_examples: int, batch: int) -> int:
 
 
 @arguments(x=finite_table, y=finite_table, lr=partial(positive, what="a number"), batch=partial(integer, minimum=1),
-           epochs=partial(integer, minimum=1), seed=partial(integer, minimum=0))
+           epochs=partial(integer, minimum=1, maximum=100_000), seed=partial(integer, minimum=0))
 def train_slope(x: np.ndarray, y: np.ndarray, *, lr: float, batch: int, epochs: int, seed: int) -> dict:
     """Fit ``y ~ w * x`` by mini-batch gradient descent on the mean squared error.
 
@@ -119,7 +119,10 @@ def train_slope(x: np.ndarray, y: np.ndarray, *, lr: float, batch: int, epochs: 
             grad = float(np.mean(2 * xb * (w * xb - yb)))  # d/dw of the batch's mean squared error
             w -= lr * grad
             path.append(w)
-            loss.append(full_loss(w))
+            with np.errstate(over="ignore"):
+                loss.append(full_loss(w))
+            require(math.isfinite(loss[-1]), lambda: f"training diverged at step {len(path) - 1}: the loss "
+                    f"overflows float64 (is lr={lr!r} too large?)")
     return {"path": np.array(path), "loss": np.array(loss), "steps_per_epoch": steps_per_epoch(x.size, batch),
             "best": _least_squares(x, y)}
 

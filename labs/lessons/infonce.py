@@ -67,7 +67,13 @@ _EMBEDDINGS = partial(tensor, ndim=2, what="2-D (rows x dim)", floats=True, fini
 
 
 def log_softmax_rows(Z: np.ndarray) -> np.ndarray:
-    """Row-wise log-softmax of a (B, M) array, stable for large entries (log-sum-exp)."""
+    """Row-wise log-softmax of a (B, M) array, stable for large entries (log-sum-exp). A NaN entry is
+    refused (it would make its whole row NaN without a word); -inf (a masked entry) is allowed."""
+    Z = table(Z, "Z", ndim=2, train_with=None)
+    require(not np.isnan(Z).any(), "Z contains NaN: a softmax of it has no meaning")
+    require(Z.shape[1] >= 1, f"Z must have at least one column, got shape {Z.shape}")
+    require(np.isfinite(Z.max(axis=1)).all(), "Z has a row whose largest entry is not finite "
+            "(all -inf, or +inf): its softmax is not defined")
     Z = Z - Z.max(axis=1, keepdims=True)  # the row max becomes 0, so exp() cannot overflow
     return Z - np.log(np.exp(Z).sum(axis=1, keepdims=True))
 

@@ -31,12 +31,14 @@ Relations: `matryoshka_loss` equals sentence-transformers' ``MatryoshkaLoss``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from labs.checks import integer, number, positive, require
+from labs.checks import (arguments, finite_table, indices, integer, items, number, optional, positive, random_seed,
+                         require, temperature, tensor)
 from labs.lessons.infonce import info_nce_torch
 
 __all__ = [
@@ -52,21 +54,36 @@ __all__ = [
 ]
 
 
+_VECTORS = partial(tensor, what="a table of vectors, one per row", nonempty=True, finite=True)
+
+
+def _lengths(value, name: str) -> list[int]:
+    """A non-empty list of lengths (integers >= 1)."""
+    return [integer(m, name, 1) for m in items(value, name, "a non-empty list of lengths", nonempty=True)]
+
+
+def _weights(value, name: str) -> list[float]:
+    """A list of finite weights >= 0 (an infinite weight would make the loss infinite)."""
+    return [number(w, name, "finite numbers >= 0", low=0.0, finite=True) for w in items(value, name)]
+
+
+@arguments(vectors=_VECTORS)
 def cut(vectors: torch.Tensor, m: int) -> torch.Tensor:
     """The first ``m`` numbers of each row, rescaled to length 1: (n, D) -> (n, m)."""
+    require(vectors.ndim >= 1, "vectors must be a table of vectors, one per row, got a single number")
     return F.normalize(vectors[..., :integer(m, "m", 1, vectors.shape[-1])], dim=-1)
 
 
+@arguments(dims=_lengths, tau=partial(temperature, learned=True), weights=optional(_weights))
 def matryoshka_loss(queries: torch.Tensor, docs: torch.Tensor, dims: Sequence[int], tau: float = 0.05,
                     weights: Sequence[float] | None = None) -> torch.Tensor:
     """Sum over m in ``dims`` of weight_m * InfoNCE(cut(queries, m), cut(docs, m), tau); weights default to 1."""
-    dims = list(dims)
-    weights = [1.0] * len(dims) if weights is None else list(weights)
-    require(dims, "dims is empty: give at least one length")
+    weights = [1.0] * len(dims) if weights is None else weights
     require(len(weights) == len(dims), f"weights and dims differ in length: {len(weights)} vs {len(dims)}")
     return sum(w * info_nce_torch(cut(queries, m), cut(docs, m), tau) for m, w in zip(dims, weights))
 
 
+@arguments(scores=partial(tensor, ndim=2, what="a (Q, N) table of scores"), k=partial(integer, minimum=1))
 def reciprocal_ranks(scores: torch.Tensor, right: Sequence[int], k: int = 10) -> np.ndarray:
     """Per question (row of the (Q, N) ``scores``), 1 / (rank of its right column) if that rank is at
     most ``k``, else 0: shape (Q,). Their mean is MRR@k.
@@ -74,14 +91,18 @@ def reciprocal_ranks(scores: torch.Tensor, right: Sequence[int], k: int = 10) ->
     The rank counts the columns scoring strictly higher, plus one. Any score works: cosines, dot
     products of quantised vectors, matching bits.
     """
-    right = torch.as_tensor(list(right))
-    require(scores.ndim == 2 and len(right) == len(scores), "need a (Q, N) scores table and one right column per "
+    require(not bool(torch.isnan(scores).any()), "scores contains NaN: a rank among NaN scores has no meaning")
+    right = indices(right, "right", scores.shape[1], f"column indices (0..{scores.shape[1] - 1})", distinct=False)
+    require(len(right) == len(scores), "need a (Q, N) scores table and one right column per "
             f"row; got {tuple(scores.shape)} and {len(right)}")
-    own = scores[torch.arange(len(right)), right]
+    own = scores[torch.arange(len(right)), torch.as_tensor(right, dtype=torch.long)]
     rank = (scores > own[:, None]).sum(dim=1) + 1
-    return torch.where(rank <= k, 1.0 / rank, torch.zeros_like(rank, dtype=torch.float)).double().numpy()
+    return torch.where(rank <= min(k, scores.shape[1]), 1.0 / rank, torch.zeros_like(rank, dtype=torch.float)).double().numpy()
 
 
+@arguments(values=finite_table, level=partial(number, what="between 0 and 1", low=0.0, above=True, high=1.0,
+                                               below=True),
+           n=partial(integer, minimum=1, maximum=100_000), seed=random_seed)
 def bootstrap_interval(values: Sequence[float], *, level: float = 0.95, n: int = 2000,
                        seed: int = 0) -> tuple[float, float]:
     """A percentile bootstrap interval for the mean of ``values`` (one value per question).
@@ -89,8 +110,6 @@ def bootstrap_interval(values: Sequence[float], *, level: float = 0.95, n: int =
     Draws ``n`` resamples of the questions with replacement; for a paired comparison pass the
     per-question differences.
     """
-    values, level = np.asarray(values, dtype=float), number(level, "level", "between 0 and 1", low=0.0, above=True,
-                                                            high=1.0, below=True)
     require(values.ndim == 1 and len(values) >= 2, "values: need a 1-d sequence of at least two numbers, got shape "
             f"{values.shape}")
     rng = np.random.default_rng(seed)
@@ -102,6 +121,7 @@ def bootstrap_interval(values: Sequence[float], *, level: float = 0.95, n: int =
 
 def quantize_int8(vectors: torch.Tensor, scale: float) -> torch.Tensor:
     """Round every number to an integer from -127 to 127, with 127 standing for ``scale`` (one byte each)."""
+    vectors = tensor(vectors, "vectors", finite=True)
     return torch.round(vectors * 127 / positive(scale, "scale")).clamp(-127, 127)
 
 
@@ -122,8 +142,9 @@ def spherical_kmeans(vectors: torch.Tensor, k: int, *, iters: int = 10,
     Starts from ``k`` rows drawn with ``seed``; each round assigns every row to its nearest
     centroid and moves each centroid to its members' mean, rescaled to length 1.
     """
-    k = integer(k, "k", 1, len(vectors))
-    gen = torch.Generator().manual_seed(seed)
+    vectors = tensor(vectors, "vectors", ndim=2, what="a (n, D) table of vectors", nonempty=True, finite=True)
+    k, iters = integer(k, "k", 1, len(vectors)), integer(iters, "iters", 0, 10_000)
+    gen = torch.Generator().manual_seed(random_seed(seed))
     centroids = vectors[torch.randperm(len(vectors), generator=gen)[:k]].clone()
     for _ in range(iters):
         assign = (vectors @ centroids.T).argmax(dim=1)

@@ -280,3 +280,22 @@ def test_any_answer_gets_right_a_hint_or_fill_in(name, answer):
     assert len(said) < 1500 and "Traceback" not in said
     if answer is None:
         assert "fill in" in said.lower()
+
+
+@pytest.mark.parametrize("tau", [4.4e-309, 1e-310, 5e-324, torch.tensor(1e-320, dtype=torch.float64)])
+@pytest.mark.parametrize("name", ["temperature.check_batch_tau", "temperature.check_halved_gap_tau"])
+def test_a_temperature_too_small_for_a_computer_gets_a_hint(name, tau):
+    result, said, warned = answered(CHECKS[name], tau)
+    assert result is False and "Not a temperature these checks can use" in said and not warned
+
+
+def _exits(*_args):
+    raise SystemExit(0)
+
+
+@pytest.mark.parametrize("name", ["hard_negatives.check_pull", "hard_negatives.check_push", "mining.check_mask"])
+@pytest.mark.parametrize("fn", [_exits, lambda *_: exit(), lambda *_: __import__("sys").exit("done")],
+                         ids=["SystemExit", "exit", "sys.exit"])
+def test_a_reader_function_that_exits_gets_a_hint_not_an_ended_kernel(name, fn):
+    result, said, _ = answered(CHECKS[name], fn)
+    assert result is False and "SystemExit" in said

@@ -21,6 +21,13 @@ def temperature_answer(answer: object) -> float | None:
     if value is not None and value <= 0:
         say("Not a temperature: a temperature is a number above 0.")
         return None
+    if value is not None:
+        try:
+            positive_share(0.8, [0.6] * 31, value)  # the largest score either check divides by tau
+        except ValueError:
+            say(f"Not a temperature these checks can use: at tau = {value:g} a score divided by tau is "
+                "beyond the largest number a computer holds. Try a temperature such as 0.05.")
+            return None
     return value
 
 
