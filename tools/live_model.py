@@ -6,35 +6,57 @@ fetch, from the installed packages alone, into OUT (default ``_live``, never com
 
 ==================================  ==========================================================
 OUT/site/live/                      copied into the built book by Sphinx (``html_extra_path``)
-  models/minilm/                    the packaged all-MiniLM-L6-v2 for transformers.js:
-                                    ``tokenizer.json``, ``tokenizer_config.json``, ``config.json``,
-                                    ``onnx/model_quantized.onnx`` (8-bit weights: `quantize`)
+  models/minilm/                    the packaged all-MiniLM-L6-v2: ``config.json``,
+                                    ``onnx/model_quantized.onnx`` (4- and 8-bit weights: `quantize`)
   models/minilm-helpdesk/           the same, fine-tuned the way lesson 7 fine-tunes it
+  tokenizer/                        ``tokenizer.json``, ``tokenizer_config.json``: one for both
+                                    models (fine-tuning leaves the vocabulary as it was)
   vectors/*.f32                     the document vectors of each search set under each model
                                     (float32, little-endian, one unit row per document), made by
-                                    the same 8-bit models, so the page embeds only the question
+                                    the same quantized models, so the page embeds only the question
   runtime/                          transformers.js's web build and onnxruntime-web's plain
                                     (non-asyncify) wasm pair, from node_modules (package-lock.json)
   manifest.json                     every file the page fetches on use, with its size and SHA-256,
                                     and the search sets (ids, texts)
   stored.js                         the stored example results (classic script: shown where the
                                     page cannot run the model, file:// included)
-  demos.js, model.mjs, live.css     the page side, copied from book/live/
+  demos.js, model.mjs, worker.mjs,  the page side, copied from book/live/ (worker.mjs: the model's
+  maths.mjs, live.css               own thread; maths.mjs: the demos' arithmetic)
+  maths.js                          maths.mjs as a classic script, for demos.js
 OUT/work/                           the fp32 exports, the fine-tuned sentence-transformers folder
                                     (the browser tests compare against them) and the stamps
 ==================================  ==========================================================
 
 The export: ``torch.onnx.export`` (dynamo, opset 18) of the BertModel wrapped to return
-``last_hidden_state``, with dynamic batch and sequence. Then its weights become 8-bit integers
-(`quantize`): the token embeddings by onnxruntime's ``quantize_dynamic`` (int8, per channel),
-every matrix of the layers by its ``MatMulNBitsQuantizer`` (8 bits, symmetric, one scale per
-block of 128 numbers), which keeps the activations in float32. The same file size as
-``quantize_dynamic`` on everything (23.7 MB), but that one also rounds every activation to 8 bits
-on the fly, and its cosines moved up to 0.054 from sentence-transformers' on the help-desk
-questions against 0.016 here (a query in the page then took about 40 ms, here about 200 ms on a
-busy 2-core machine). Every export is checked against the sentence-transformers model it came
-from before anything is written: the fp32 export within FP32_TOLERANCE, the 8-bit one within
-INT8_TOLERANCE (largest difference of normalized vectors on CHECK_TEXTS).
+``last_hidden_state``, with dynamic batch and sequence. Then its weights become small integers
+(`quantize`), the activations staying in float32: the 30,522 x 384 token table (half the
+model's numbers) 4-bit, one scale and one zero point a block of TABLE_BLOCK numbers
+(onnxruntime's ``GatherBlockQuantized``), every matrix of the layers 8-bit, symmetric, one scale
+a block of NBITS_BLOCK numbers (``MatMulNBits``); both made by onnxruntime's
+``MatMulNBitsQuantizer``, both run by onnxruntime-web's wasm build.
+
+Chosen by measurement (all-MiniLM-L6-v2; the worst cosine difference from sentence-transformers
+in float32 over lesson 1's 85 articles and 51 questions, the browser tests' texts among them;
+the bar is 0.03, held in the browser by tests/book/test_live.py):
+
+=================================================  =========  ===========
+token table / layers' matrices                     MB         worst cos
+=================================================  =========  ===========
+int8 per channel / 8-bit, block 128 (until now)    23.7       0.019
+int8 per channel / 4-bit, block 32, 64, 128        19.4-18.4  0.11-0.13
+4-bit symmetric, block 32 / 4-bit, block 32        14.9       0.127
+4-bit symmetric, block 32, 64, 128 / 8-bit         19.2-18.1  0.048-0.051
+4-bit with zero points, block 32 / 8-bit           19.4       0.033
+4-bit with zero points, block 16 / 8-bit (chosen)  21.1       0.022
+=================================================  =========  ===========
+
+4-bit matrices move the cosines four times past the bar: the layers' 10.6M numbers stay 8-bit,
+and with them about 11 MB of every model. (Before this, ``quantize_dynamic`` on everything gave
+the same 23.7 MB as the first row but also rounded every activation to 8 bits, and moved the
+cosines up to 0.054 on the help-desk questions.) Every export is checked against the
+sentence-transformers model it came from before anything is written: the fp32 export within
+FP32_TOLERANCE, the quantized one within INT8_TOLERANCE (largest difference of normalized vectors
+on CHECK_TEXTS).
 
 The fine-tuned model is trained by ``labs.retrieval.training.train`` with lesson 7's CPU settings
 (LESSON7_SETTINGS; tests/tools/test_live_model.py holds them to the notebook's training cell) on
@@ -68,7 +90,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE_SOURCES = ROOT / "book" / "live"
-PAGE_FILES = ("demos.js", "model.mjs", "live.css")
+PAGE_FILES = ("demos.js", "model.mjs", "worker.mjs", "maths.mjs", "live.css")
 NODE_MODULES = ROOT / "node_modules"
 
 #: Lesson 7's training run on a CPU (notebooks/07_finetuning.ipynb: MODEL "minilm", LR 5e-5).
@@ -79,8 +101,10 @@ LESSON7_SETTINGS = {"model": "minilm", "device": "cpu", "epochs": 4, "batch_size
 POOLING_PAIR = ("A cat sleeps on the mat.", "My kitten is asleep on the soft rug by the kitchen door.")
 
 FP32_TOLERANCE = 1e-4  # the fp32 export against sentence-transformers (measured: about 2e-7)
-INT8_TOLERANCE = 0.03  # the 8-bit export against sentence-transformers (measured: about 0.011)
+INT8_TOLERANCE = 0.03  # the quantized export against sentence-transformers (measured: about 0.02)
 NBITS_BLOCK = 128  # numbers per scale of the 8-bit matrices
+TABLE_BLOCK = 16  # numbers per scale (and zero point) of the 4-bit token table
+WEIGHTS = "4-bit token table, 8-bit layers"  # what the page says of the model files (manifest dtype)
 CHECK_TEXTS = ("how do I factory reset my router", "The kettle is covered for two years.",
                "Wipe the camera with a dry soft cloth.", "¿Dónde está la estación? 東京 🚲")
 TOP_K = 5  # articles a stored ranking keeps
@@ -232,7 +256,7 @@ def ranking(vectors: np.ndarray, query: np.ndarray, ids: Sequence[str], k: int =
 
 def export(folder: Path, out: Path) -> dict:
     """Export the sentence-transformers model in ``folder`` (its Transformer at the folder's root) to
-    ``out/model.onnx`` (fp32) and ``out/model_quantized.onnx`` (8-bit weights), with the tokenizer files the
+    ``out/model.onnx`` (fp32) and ``out/model_quantized.onnx`` (`quantize`), with the tokenizer files the
     page reads; check both against the model; return the checks' numbers."""
     import torch
     from sentence_transformers import SentenceTransformer
@@ -284,21 +308,18 @@ def export(folder: Path, out: Path) -> dict:
 
 
 def quantize(fp32: Path, out: Path) -> None:
-    """8-bit weights: the embedding tables (Gather) by ``quantize_dynamic`` (int8, per channel), then the
-    layers' matrices by ``MatMulNBitsQuantizer`` (8 bits, symmetric, NBITS_BLOCK numbers a scale)."""
+    """Small weights: the embedding tables (Gather) 4-bit with zero points, TABLE_BLOCK numbers a scale
+    (``GatherBlockQuantized``), then the layers' matrices 8-bit, symmetric, NBITS_BLOCK numbers a scale
+    (``MatMulNBits``); both by ``MatMulNBitsQuantizer``."""
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
-    tables = out.with_name(out.stem + ".tables.onnx")
-    try:
-        quantize_dynamic(str(fp32), str(tables), weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["Gather"])
-        matrices = MatMulNBitsQuantizer(onnx.load(str(tables)), bits=8, block_size=NBITS_BLOCK, is_symmetric=True)
-        matrices.process()
-        matrices.model.save_model_to_file(str(out), use_external_data_format=False)
-    finally:
-        tables.unlink(missing_ok=True)
+    tables = MatMulNBitsQuantizer(onnx.load(str(fp32)), bits=4, block_size=TABLE_BLOCK, is_symmetric=False,
+                                  op_types_to_quantize=("Gather",), quant_axes=(("Gather", 1),))
+    tables.process()
+    matrices = MatMulNBitsQuantizer(tables.model.model, bits=8, block_size=NBITS_BLOCK, is_symmetric=True)
+    matrices.process()
+    matrices.model.save_model_to_file(str(out), use_external_data_format=False)
 
 
 # ---- the two models ------------------------------------------------------------------------
@@ -322,7 +343,7 @@ def _code(*parts) -> str:
 def _stamp_minilm() -> dict:
     folder = _minilm_folder()
     code = _code(export, quantize, OnnxEncoder, ranking, build_minilm, pooling_numbers, max_tokens, POOLING_PAIR,
-                 TOP_K, CHECK_TEXTS, FP32_TOLERANCE, INT8_TOLERANCE, NBITS_BLOCK)
+                 TOP_K, CHECK_TEXTS, FP32_TOLERANCE, INT8_TOLERANCE, NBITS_BLOCK, TABLE_BLOCK)
     return {"versions": _versions(), "code": code,
             "search_set": sha256(ROOT / "labs/lessons/help_articles.py"),
             "weights": {name: sha256(folder / name) for name in
@@ -463,6 +484,17 @@ def _build(work: Path, stamp: dict, what: str, make) -> bool:
 # ---- the site the book serves -------------------------------------------------------------
 
 
+def _same_tokenizer(one: Path, other: Path) -> None:
+    """The two models' tokenizer.json agree on all but truncation and padding (which the page does not read)."""
+    a, b = (json.loads(p.read_text(encoding="utf-8")) for p in (one, other))
+    for part in ("truncation", "padding"):
+        a.pop(part, None)
+        b.pop(part, None)
+    if a != b:
+        raise BuildError(f"{other} tokenizes differently from {one}: the page shares one tokenizer between the two "
+                         "models; give each model its own in tools/live_model.py's assemble")
+
+
 def _file_entry(site: Path, path: Path) -> dict:
     return {"path": path.relative_to(site).as_posix(), "bytes": path.stat().st_size, "sha256": sha256(path)}
 
@@ -511,20 +543,28 @@ def assemble(out: Path) -> dict:
     live.mkdir()
     for name in PAGE_FILES:
         shutil.copyfile(PAGE_SOURCES / name, live / name)
+    (live / "maths.js").write_text(classic_maths((PAGE_SOURCES / "maths.mjs").read_text(encoding="utf-8")),
+                                   encoding="utf-8")
     manifest: dict = {"runtime": _runtime(live), "models": {}, "sets": {}}
     minilm, tuned = out / "work" / "minilm", out / "work" / "tuned"
     labels = {"minilm": ("minilm", minilm, "all-MiniLM-L6-v2"),
               "tuned": ("minilm-helpdesk", tuned, "all-MiniLM-L6-v2 fine-tuned on the help-desk questions")}
+    # One tokenizer for both models: fine-tuning changes the weights, not the vocabulary; the
+    # page cuts each text at its model's own limit (maxTokens), so their truncation and padding
+    # settings, the only parts that differ, are not read.
+    tokenizer = live / "tokenizer"
+    _same_tokenizer(minilm / "tokenizer.json", tuned / "tokenizer.json")
+    for file in ("tokenizer.json", "tokenizer_config.json"):
+        _link(minilm / file, tokenizer / file)
     for key, (name, work, label) in labels.items():
         folder = live / "models" / name
-        for file in ("tokenizer.json", "tokenizer_config.json", "config.json"):
-            _link(work / file, folder / file)
+        _link(work / "config.json", folder / "config.json")
         _link(work / "model_quantized.onnx", folder / "onnx" / "model_quantized.onnx")
         checks = json.loads((work / "checks.json").read_text())
         manifest["models"][key] = {
-            "label": label, "dtype": "8-bit weights", "maxTokens": checks["max_tokens"],
-            "files": {"tokenizer": _file_entry(live, folder / "tokenizer.json"),
-                      "tokenizerConfig": _file_entry(live, folder / "tokenizer_config.json"),
+            "label": label, "dtype": WEIGHTS, "maxTokens": checks["max_tokens"],
+            "files": {"tokenizer": _file_entry(live, tokenizer / "tokenizer.json"),
+                      "tokenizerConfig": _file_entry(live, tokenizer / "tokenizer_config.json"),
                       "model": _file_entry(live, folder / "onnx" / "model_quantized.onnx")}}
     vectors = live / "vectors"
     _link(minilm / "search.f32", vectors / "search-minilm.f32")
@@ -568,6 +608,21 @@ def assemble(out: Path) -> dict:
                                     + ";\n", encoding="utf-8")
     _replace_folder(site, out / "site")
     return manifest
+
+
+def classic_maths(module: str) -> str:
+    """maths.mjs as a classic script (live/maths.js) defining ``window.labsLiveMaths``: the same
+    functions, for demos.js, which must parse in any browser and run the explorable from a page
+    opened as a file, where a module cannot load. maths.mjs exports only ``export function`` lines."""
+    import re
+
+    names = re.findall(r"^export function (\w+)\(", module, flags=re.M)
+    if not names or re.search(r"^export (?!function )", module, flags=re.M):
+        raise BuildError(f"{PAGE_SOURCES / 'maths.mjs'}: expected only `export function NAME(` exports")
+    body = re.sub(r"^export function ", "function ", module, flags=re.M)
+    return ("/* Written by tools/live_model.py from maths.mjs: the same functions as a classic script. */\n"
+            "(function () {\n\"use strict\";\n" + body + "window.labsLiveMaths = {"
+            + ", ".join(f"{n}: {n}" for n in names) + "};\n})();\n")
 
 
 def sizes(out: Path) -> dict:
