@@ -56,7 +56,7 @@ TEXTS = [
 
 
 BEFORE_USE = {"/live/stored.js", "/live/maths.js", "/live/demos.js", "/live/live.css"}  # all a page with a demo fetches from live/
-MODEL_PARTS = ("/live/models/", "/live/runtime/", "/live/vectors/", "/live/worker.mjs", "/live/model.mjs", "/live/manifest.json")
+MODEL_PARTS = ("/live/models/", "/live/tokenizer/", "/live/runtime/", "/live/vectors/", "/live/worker.mjs", "/live/model.mjs", "/live/manifest.json")
 LONG_TASK_MS = 200  # no task on the page's thread longer than this while the model loads and ranks
 # Every long task, and every script of a long animation frame with where it came from.
 LONG_TASKS = """window.__longTasks = []; window.__scripts = [];
