@@ -188,8 +188,8 @@ def run_build(chromium, root: Path, queries: list[str]) -> dict:
         warm = {"first_ranking_s": round((done - t0) / 1000, 2), "MB": round(link.sent / 1e6, 2)}
         ms = []
         for q in queries:
-            box.fill(q)
             t = page.evaluate("() => performance.now()")
+            box.fill(q)
             end = page.evaluate(WAIT, ["search", q])
             ms.append(end - t)
         context.close()

@@ -531,16 +531,23 @@ def test_no_long_task_while_loading_and_ranking(fresh):
     cdp = s.context.new_cdp_session(page)
     cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
     try:
+        held = []  # the model file, held back until the typing below is done
+        s.context.route("**/*.onnx", lambda r: held.append(r))
         t0 = page.evaluate("() => performance.now()")
         box = demo(page, "search").locator("input")
         box.click()
         page.keyboard.type("my kettle", delay=30)
-        page.wait_for_function("() => document.querySelector('.live-demo[data-live=search]').labsLive.status === "
-                               "'loading'", timeout=WAIT_MS)
-        # typing while the model loads: every key lands in the box while it is still loading
+        for _ in range(WAIT_MS // 100):
+            if held:
+                break
+            page.wait_for_timeout(100)
+        assert held and state(page, "search")["status"] == "loading"
+        # typing while the model loads: every key lands in the box
         page.keyboard.type(" leaks")
         assert box.input_value() == "my kettle leaks"
         assert state(page, "search")["status"] == "loading"
+        for r in held:
+            r.continue_()
         got = ask_typed(page, "my kettle leaks")
         assert got["rankings"]["minilm"] and not got["stored"]
         page.keyboard.type(" water")  # a second ranking, model loaded
