@@ -7,7 +7,9 @@ fetch, from the installed packages alone, into OUT (default ``_live``, never com
 ==================================  ==========================================================
 OUT/site/live/                      copied into the built book by Sphinx (``html_extra_path``)
   models/minilm/                    the packaged all-MiniLM-L6-v2: ``config.json``,
-                                    ``onnx/model_quantized.onnx`` (8-bit weights: `quantize`)
+                                    ``onnx/model_quantized.onnx.gz`` (8-bit weights: `quantize`;
+                                    gzipped: static hosts serve ``.onnx`` as it is, and 23.7 MB
+                                    gzip to 18.5; the worker inflates it)
   models/minilm-helpdesk/           the same, fine-tuned the way lesson 7 fine-tunes it
   tokenizer/                        ``tokenizer.json``, ``tokenizer_config.json``: one for both
                                     models (fine-tuning leaves the vocabulary as it was)
@@ -500,6 +502,20 @@ def _same_tokenizer(one: Path, other: Path) -> None:
                          "models; give each model its own in tools/live_model.py's assemble")
 
 
+def _gzipped(path: Path) -> Path:
+    """``path`` gzipped beside it (made once, again when the file is newer). Static hosts serve
+    ``.onnx`` as it is; the page fetches this file, a fifth smaller, and the worker inflates it
+    (DecompressionStream); a host that decodes ``.gz`` on the way is fine too (the worker checks)."""
+    import gzip
+
+    packed = path.with_name(path.name + ".gz")
+    if not packed.is_file() or packed.stat().st_mtime < path.stat().st_mtime:
+        scratch = packed.with_name(packed.name + ".partial")
+        scratch.write_bytes(gzip.compress(path.read_bytes(), compresslevel=9, mtime=0))
+        scratch.replace(packed)
+    return packed
+
+
 def _file_entry(site: Path, path: Path) -> dict:
     return {"path": path.relative_to(site).as_posix(), "bytes": path.stat().st_size, "sha256": sha256(path)}
 
@@ -564,13 +580,16 @@ def assemble(out: Path) -> dict:
     for key, (name, work, label) in labels.items():
         folder = live / "models" / name
         _link(work / "config.json", folder / "config.json")
-        _link(work / "model_quantized.onnx", folder / "onnx" / "model_quantized.onnx")
+        packed = _gzipped(work / "model_quantized.onnx")
+        _link(packed, folder / "onnx" / packed.name)
         checks = json.loads((work / "checks.json").read_text())
         manifest["models"][key] = {
             "label": label, "dtype": WEIGHTS, "maxTokens": checks["max_tokens"],
             "files": {"tokenizer": _file_entry(live, tokenizer / "tokenizer.json"),
                       "tokenizerConfig": _file_entry(live, tokenizer / "tokenizer_config.json"),
-                      "model": _file_entry(live, folder / "onnx" / "model_quantized.onnx")}}
+                      "model": {**_file_entry(live, folder / "onnx" / packed.name),
+                                "raw": {"bytes": (work / "model_quantized.onnx").stat().st_size,
+                                        "sha256": sha256(work / "model_quantized.onnx")}}}}
     vectors = live / "vectors"
     _link(minilm / "search.f32", vectors / "search-minilm.f32")
     for key in ("minilm", "tuned"):

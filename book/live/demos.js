@@ -103,7 +103,7 @@
         "Firefox or Safari with WebAssembly allowed.";
     }
     if (!SIMD || typeof Promise === "undefined" || !window.fetch || typeof BigInt64Array === "undefined" ||
-        typeof TextDecoder === "undefined" || typeof Worker === "undefined" ||
+        typeof TextDecoder === "undefined" || typeof Worker === "undefined" || typeof DecompressionStream === "undefined" ||
         !("noModule" in document.createElement("script"))) {
       return "This browser is too old to run the model (it needs JavaScript modules, workers, fetch and 64-bit " +
         "integer arrays): open the page in a current Chrome, Edge, Firefox or Safari.";

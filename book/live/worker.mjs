@@ -104,11 +104,30 @@ const files = new Map(); // path -> Promise<Uint8Array>: a file two models share
 
 function fetchFile(entry) {
   if (!files.has(entry.path)) {
-    const pending = fetchChecked(entry, controller.signal);
+    const pending = fetchInflated(entry, controller.signal);
     files.set(entry.path, pending);
     pending.catch(() => files.delete(entry.path)); // a failed or stopped download is tried again on the next use
   }
   return files.get(entry.path);
+}
+
+/** Whether bytes start as gzip does (1f 8b). */
+function gzipped(bytes) {
+  return bytes.length > 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
+}
+
+/** A checked file as the model reads it: a gzipped one (entry.raw: its size inflated) inflated here. */
+async function fetchInflated(entry, signal) {
+  const bytes = await fetchChecked(entry, signal);
+  if (!entry.raw || !gzipped(bytes)) return bytes;
+  let raw;
+  try {
+    raw = new Uint8Array(await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
+  } catch (err) {
+    throw new FileProblem(entry.path, `could not be inflated (${err.message}). Rebuild the book with make book`);
+  }
+  if (raw.length !== entry.raw.bytes) throw new FileProblem(entry.path, "inflates to the wrong size. Rebuild the book with make book");
+  return raw;
 }
 
 async function fetchChecked(entry, signal) {
@@ -162,6 +181,7 @@ async function fetchChecked(entry, signal) {
     progress(entry.path, part.value.length, false);
   }
   bytes = length === bytes.length ? bytes : bytes.slice(0, length);
+  if (entry.raw && bytes.length === entry.raw.bytes && !gzipped(bytes)) return bytes; // the host inflated it on the way
   await check(entry, bytes);
   if (cache) {
     try {

@@ -41,7 +41,7 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 INT8_TOLERANCE = 0.03  # a cosine, page (8-bit weights, query and documents) against sentence-transformers (fp32)
 FP32_TOLERANCE = 1e-5
 EXACT = 1e-9  # float64 arithmetic, page against labs
-MODEL_FILE = "live/models/minilm/onnx/model_quantized.onnx"
+MODEL_FILE = "live/models/minilm/onnx/model_quantized.onnx.gz"
 LONG = ("My router blinks orange and will not reset even after I hold the button. " * 200)[:10_000]
 TEXTS = [
     "how do I factory reset my router",
@@ -457,7 +457,7 @@ def test_no_model_bytes_before_use(session, book, fresh):
     through, idle: no model byte until the reader uses a demo; a page without a demo fetches nothing
     from live/. The tests before this one show that a use loads the model."""
     assert session.before_use == BEFORE_USE
-    assert any(p.endswith("model_quantized.onnx") for p in session.live_requests())
+    assert any(p.endswith("model_quantized.onnx.gz") for p in session.live_requests())
     s = fresh(viewport={"width": 1280, "height": 900})
     for rel in ["book/index.html"] + sorted(LESSON_DEMOS):
         s.requests.clear()
@@ -532,7 +532,7 @@ def test_no_long_task_while_loading_and_ranking(fresh):
     cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
     try:
         held = []  # the model file, held back until the typing below is done
-        s.context.route("**/*.onnx", lambda r: held.append(r))
+        s.context.route("**/*.onnx.gz", lambda r: held.append(r))
         t0 = page.evaluate("() => performance.now()")
         box = demo(page, "search").locator("input")
         box.click()
@@ -623,7 +623,7 @@ def test_leaving_the_page_stops_the_download(fresh):
     page.wait_for_function("() => document.querySelector('.live-demo[data-live=search]').labsLive.status === 'idle'",
                            timeout=WAIT_MS)
     assert state(page, "search")["stored"]  # the stored example stays in view
-    onnx = [f for f in failed if f[0].endswith(".onnx")]
+    onnx = [f for f in failed if f[0].endswith(".onnx.gz")]
     assert onnx and all("ABORTED" in (f[1] or "") for f in onnx), failed
     cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1,
                                                    "uploadThroughput": -1})
