@@ -128,6 +128,7 @@ def serve(root: Path, rate: float | None, latency: float):
 
 def first_ranking(chromium, base: str, kind: str, profile: dict, cpu: int, link: Link) -> dict:
     context = chromium.new_context(**profile)
+    context.set_default_timeout(600_000)  # a loaded machine under the phone profile is slow, not broken
     context.add_init_script(LONG_TASKS)
     page = context.new_page()
     if cpu > 1:
