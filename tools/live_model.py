@@ -6,10 +6,13 @@ fetch, from the installed packages alone, into OUT (default ``_live``, never com
 
 ==================================  ==========================================================
 OUT/site/live/                      copied into the built book by Sphinx (``html_extra_path``)
-  models/minilm/                    the packaged all-MiniLM-L6-v2 for transformers.js:
-                                    ``tokenizer.json``, ``tokenizer_config.json``, ``config.json``,
-                                    ``onnx/model_quantized.onnx`` (8-bit weights: `quantize`)
+  models/minilm/                    the packaged all-MiniLM-L6-v2: ``config.json``,
+                                    ``onnx/model_quantized.onnx.gz`` (8-bit weights: `quantize`;
+                                    gzipped: static hosts serve ``.onnx`` as it is, and 23.7 MB
+                                    gzip to 18.5; the worker inflates it)
   models/minilm-helpdesk/           the same, fine-tuned the way lesson 7 fine-tunes it
+  tokenizer/                        ``tokenizer.json``, ``tokenizer_config.json``: one for both
+                                    models (fine-tuning leaves the vocabulary as it was)
   vectors/*.f32                     the document vectors of each search set under each model
                                     (float32, little-endian, one unit row per document), made by
                                     the same 8-bit models, so the page embeds only the question
@@ -19,7 +22,9 @@ OUT/site/live/                      copied into the built book by Sphinx (``html
                                     and the search sets (ids, texts)
   stored.js                         the stored example results (classic script: shown where the
                                     page cannot run the model, file:// included)
-  demos.js, model.mjs, live.css     the page side, copied from book/live/
+  demos.js, model.mjs, worker.mjs,  the page side, copied from book/live/ (worker.mjs: the model's
+  maths.mjs, live.css               own thread; maths.mjs: the demos' arithmetic)
+  maths.js                          maths.mjs as a classic script, for demos.js
 OUT/work/                           the fp32 exports, the fine-tuned sentence-transformers folder
                                     (the browser tests compare against them) and the stamps
 ==================================  ==========================================================
@@ -31,10 +36,32 @@ every matrix of the layers by its ``MatMulNBitsQuantizer`` (8 bits, symmetric, o
 block of 128 numbers), which keeps the activations in float32. The same file size as
 ``quantize_dynamic`` on everything (23.7 MB), but that one also rounds every activation to 8 bits
 on the fly, and its cosines moved up to 0.054 from sentence-transformers' on the help-desk
-questions against 0.016 here (a query in the page then took about 40 ms, here about 200 ms on a
-busy 2-core machine). Every export is checked against the sentence-transformers model it came
-from before anything is written: the fp32 export within FP32_TOLERANCE, the 8-bit one within
-INT8_TOLERANCE (largest difference of normalized vectors on CHECK_TEXTS).
+questions against 0.016 here.
+
+Smaller forms, measured on 2026-12-06 (onnxruntime 1.32; onnxruntime-web's wasm build runs both
+4-bit operators, ``MatMulNBits`` and ``GatherBlockQuantized``): the worst cosine difference
+from sentence-transformers in float32, all-MiniLM-L6-v2, lesson 1's 85 articles against 51
+questions (the browser tests' texts and lesson 1's help questions); the bar is 0.03:
+
+=================================================  =========  ===========
+token table / layers' matrices                     MB         worst cos
+=================================================  =========  ===========
+int8 per channel / 8-bit, block 128 (kept)         23.7       0.019
+int8 per channel / 4-bit, block 32, 64, 128        19.4-18.4  0.11-0.13
+4-bit symmetric, block 32 / 4-bit, block 32        14.9       0.127
+4-bit symmetric, block 32, 64, 128 / 8-bit         19.2-18.1  0.048-0.051
+4-bit with zero points, block 32 / 8-bit           19.4       0.033
+4-bit with zero points, block 16 / 8-bit           21.1       0.022
+=================================================  =========  ===========
+
+The last row, built and checked in the browser, moved one cosine of lesson 7's help-desk set (the
+untouched model's) by 0.036:
+no 4-bit form holds the bar, so the weights stay 8-bit. 4-bit matrices move the cosines four
+times past it; the 30,522 x 384 token table (11.7M of the 22.7M numbers) needs blocks of 16 with
+zero points to come near it, and then saves 2.6 MB. Every export is checked against the
+sentence-transformers model it came from before anything is written: the fp32 export within
+FP32_TOLERANCE, the 8-bit one within INT8_TOLERANCE (largest difference of normalized vectors on
+CHECK_TEXTS).
 
 The fine-tuned model is trained by ``labs.retrieval.training.train`` with lesson 7's CPU settings
 (LESSON7_SETTINGS; tests/tools/test_live_model.py holds them to the notebook's training cell) on
@@ -68,7 +95,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE_SOURCES = ROOT / "book" / "live"
-PAGE_FILES = ("demos.js", "model.mjs", "live.css", "scores.mjs", "why.mjs", "batchlab.mjs")
+PAGE_FILES = ("demos.js", "model.mjs", "worker.mjs", "maths.mjs", "live.css", "scores.mjs", "why.mjs", "batchlab.mjs")
 NODE_MODULES = ROOT / "node_modules"
 
 #: Lesson 7's training run on a CPU (notebooks/07_finetuning.ipynb: MODEL "minilm", LR 5e-5).
@@ -81,6 +108,7 @@ POOLING_PAIR = ("A cat sleeps on the mat.", "My kitten is asleep on the soft rug
 FP32_TOLERANCE = 1e-4  # the fp32 export against sentence-transformers (measured: about 2e-7)
 INT8_TOLERANCE = 0.03  # the 8-bit export against sentence-transformers (measured: about 0.011)
 NBITS_BLOCK = 128  # numbers per scale of the 8-bit matrices
+WEIGHTS = "8-bit weights"  # what the page says of the model files (manifest dtype)
 CHECK_TEXTS = ("how do I factory reset my router", "The kettle is covered for two years.",
                "Wipe the camera with a dry soft cloth.", "¿Dónde está la estación? 東京 🚲")
 TOP_K = 5  # articles a stored ranking keeps
@@ -463,6 +491,31 @@ def _build(work: Path, stamp: dict, what: str, make) -> bool:
 # ---- the site the book serves -------------------------------------------------------------
 
 
+def _same_tokenizer(one: Path, other: Path) -> None:
+    """The two models' tokenizer.json agree on all but truncation and padding (which the page does not read)."""
+    a, b = (json.loads(p.read_text(encoding="utf-8")) for p in (one, other))
+    for part in ("truncation", "padding"):
+        a.pop(part, None)
+        b.pop(part, None)
+    if a != b:
+        raise BuildError(f"{other} tokenizes differently from {one}: the page shares one tokenizer between the two "
+                         "models; give each model its own in tools/live_model.py's assemble")
+
+
+def _gzipped(path: Path) -> Path:
+    """``path`` gzipped beside it (made once, again when the file is newer). Static hosts serve
+    ``.onnx`` as it is; the page fetches this file, a fifth smaller, and the worker inflates it
+    (DecompressionStream); a host that decodes ``.gz`` on the way is fine too (the worker checks)."""
+    import gzip
+
+    packed = path.with_name(path.name + ".gz")
+    if not packed.is_file() or packed.stat().st_mtime < path.stat().st_mtime:
+        scratch = packed.with_name(packed.name + ".partial")
+        scratch.write_bytes(gzip.compress(path.read_bytes(), compresslevel=9, mtime=0))
+        scratch.replace(packed)
+    return packed
+
+
 def _file_entry(site: Path, path: Path) -> dict:
     return {"path": path.relative_to(site).as_posix(), "bytes": path.stat().st_size, "sha256": sha256(path)}
 
@@ -511,21 +564,32 @@ def assemble(out: Path) -> dict:
     live.mkdir()
     for name in PAGE_FILES:
         shutil.copyfile(PAGE_SOURCES / name, live / name)
+    (live / "maths.js").write_text(classic_maths((PAGE_SOURCES / "maths.mjs").read_text(encoding="utf-8")),
+                                   encoding="utf-8")
     manifest: dict = {"runtime": _runtime(live), "models": {}, "sets": {}}
     minilm, tuned = out / "work" / "minilm", out / "work" / "tuned"
     labels = {"minilm": ("minilm", minilm, "all-MiniLM-L6-v2"),
               "tuned": ("minilm-helpdesk", tuned, "all-MiniLM-L6-v2 fine-tuned on the help-desk questions")}
+    # One tokenizer for both models: fine-tuning changes the weights, not the vocabulary; the
+    # page cuts each text at its model's own limit (maxTokens), so their truncation and padding
+    # settings, the only parts that differ, are not read.
+    tokenizer = live / "tokenizer"
+    _same_tokenizer(minilm / "tokenizer.json", tuned / "tokenizer.json")
+    for file in ("tokenizer.json", "tokenizer_config.json"):
+        _link(minilm / file, tokenizer / file)
     for key, (name, work, label) in labels.items():
         folder = live / "models" / name
-        for file in ("tokenizer.json", "tokenizer_config.json", "config.json"):
-            _link(work / file, folder / file)
-        _link(work / "model_quantized.onnx", folder / "onnx" / "model_quantized.onnx")
+        _link(work / "config.json", folder / "config.json")
+        packed = _gzipped(work / "model_quantized.onnx")
+        _link(packed, folder / "onnx" / packed.name)
         checks = json.loads((work / "checks.json").read_text())
         manifest["models"][key] = {
-            "label": label, "dtype": "8-bit weights", "maxTokens": checks["max_tokens"],
-            "files": {"tokenizer": _file_entry(live, folder / "tokenizer.json"),
-                      "tokenizerConfig": _file_entry(live, folder / "tokenizer_config.json"),
-                      "model": _file_entry(live, folder / "onnx" / "model_quantized.onnx")}}
+            "label": label, "dtype": WEIGHTS, "maxTokens": checks["max_tokens"],
+            "files": {"tokenizer": _file_entry(live, tokenizer / "tokenizer.json"),
+                      "tokenizerConfig": _file_entry(live, tokenizer / "tokenizer_config.json"),
+                      "model": {**_file_entry(live, folder / "onnx" / packed.name),
+                                "raw": {"bytes": (work / "model_quantized.onnx").stat().st_size,
+                                        "sha256": sha256(work / "model_quantized.onnx")}}}}
     vectors = live / "vectors"
     _link(minilm / "search.f32", vectors / "search-minilm.f32")
     for key in ("minilm", "tuned"):
@@ -568,6 +632,21 @@ def assemble(out: Path) -> dict:
                                     + ";\n", encoding="utf-8")
     _replace_folder(site, out / "site")
     return manifest
+
+
+def classic_maths(module: str) -> str:
+    """maths.mjs as a classic script (live/maths.js) defining ``window.labsLiveMaths``: the same
+    functions, for demos.js, which must parse in any browser and run the explorable from a page
+    opened as a file, where a module cannot load. maths.mjs exports only ``export function`` lines."""
+    import re
+
+    names = re.findall(r"^export function (\w+)\(", module, flags=re.M)
+    if not names or re.search(r"^export (?!function )", module, flags=re.M):
+        raise BuildError(f"{PAGE_SOURCES / 'maths.mjs'}: expected only `export function NAME(` exports")
+    body = re.sub(r"^export function ", "function ", module, flags=re.M)
+    return ("/* Written by tools/live_model.py from maths.mjs: the same functions as a classic script. */\n"
+            "(function () {\n\"use strict\";\n" + body + "window.labsLiveMaths = {"
+            + ", ".join(f"{n}: {n}" for n in names) + "};\n})();\n")
 
 
 def sizes(out: Path) -> dict:

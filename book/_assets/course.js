@@ -208,7 +208,24 @@
     });
   };
 
+  // ---- Diagrams in a page opened as a file ------------------------------------------------
+  // The mermaid module cannot load from file://, which would leave the diagram's source text on
+  // the page: one line says how to see it instead.
+  const fileDiagrams = () => {
+    if (location.protocol !== 'file:') return;
+    for (const pre of document.querySelectorAll('.bd-article pre.mermaid')) {
+      if (pre.querySelector('svg') || pre.classList.contains('course-file-mermaid')) continue;
+      const note = document.createElement('p');
+      note.className = 'course-file-note';
+      note.textContent = 'A diagram is drawn here in pages served over http: in the course\'s folder run ' +
+        'make serve, then open this page from http://127.0.0.1:8000.';
+      pre.classList.add('course-file-mermaid');
+      pre.parentNode.insertBefore(note, pre);
+    }
+  };
+
   const start = () => {
+    fileDiagrams();
     labelTables();
     const typeset = window.MathJax && MathJax.startup && MathJax.startup.promise;
     if (typeset) typeset.then(() => { fitMath(); markScrolling(); });

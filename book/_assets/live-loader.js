@@ -1,8 +1,8 @@
 /* The live demos' loader, on every page (_config.yml html_js_files). A page without a
  * <div class="live-demo" data-live="..."> is left alone. On a page with one, it adds the demos'
  * style and scripts from the book's live/ folder (built by tools/live_model.py, copied in by
- * html_extra_path): stored.js (the example questions and stored results) and demos.js (the
- * controls). No model byte is fetched until the reader uses a demo. */
+ * html_extra_path): stored.js (the example questions and stored results), maths.js (the demos'
+ * arithmetic) and demos.js (the controls). No model byte is fetched until the reader uses a demo. */
 (function () {
   "use strict";
   var me = document.currentScript;
@@ -38,8 +38,10 @@
       css.rel = "stylesheet";
       css.href = root + "live/live.css?v=" + version;
       document.head.appendChild(css);
-      load(root + "live/demos.js?v=" + version, "live/demos.js", demos, function () {
-        window.labsLive.start(demos);
+      load(root + "live/maths.js?v=" + version, "live/maths.js", demos, function () {
+        load(root + "live/demos.js?v=" + version, "live/demos.js", demos, function () {
+          window.labsLive.start(demos);
+        });
       });
     });
   }

@@ -10,9 +10,14 @@
  *            side by side;
  *   batch    lesson 6's batch lab (batchlab.mjs, loaded when the reader opens it).
  * A ranked article of search and compare opens "why this score" (why.mjs, loaded on first use).
- * The model (model.mjs and the files it fetches) loads the first time the reader uses a demo
- * (focus, typing, a click), never before. Where the page cannot run it, one line says why and how
- * to read it, and the stored result is shown.
+ * The model (model.mjs, its worker and the files they fetch) loads the first time the reader uses a
+ * demo (typing, a click, Enter; never a mere focus), never before; while it loads, a one-click
+ * example shows its stored result, marked as stored. Where the page cannot run it, one line says
+ * why and how to read it, and the stored result is shown.
+ *
+ * The arithmetic (cosine, poolings, ranking, InfoNCE) is maths.mjs's, loaded before this file as
+ * the classic script maths.js (window.labsLiveMaths); "why this score" and the batch lab compute
+ * with scores.mjs.
  *
  * Written in plain ES5 so that an old browser can parse it and be told it is too old. Reader text
  * goes into the page as text only (textContent), never as HTML. Each demo keeps what it shows in
@@ -23,6 +28,7 @@
 
   var live = window.labsLive = window.labsLive || {};
   var stored = window.labsLiveStored;
+  var maths = window.labsLiveMaths;
   // SVG's namespace name, as the browser's own HTML parser assigns it to an <svg> tag (the script
   // names no address at all: the page works offline, from its own origin).
   var SVG = (function () {
@@ -100,9 +106,10 @@
         "Firefox or Safari with WebAssembly allowed.";
     }
     if (!SIMD || typeof Promise === "undefined" || !window.fetch || typeof BigInt64Array === "undefined" ||
-        typeof TextDecoder === "undefined" || !("noModule" in document.createElement("script"))) {
-      return "This browser is too old to run the model (it needs JavaScript modules, fetch and 64-bit integer " +
-        "arrays): open the page in a current Chrome, Edge, Firefox or Safari.";
+        typeof TextDecoder === "undefined" || typeof Worker === "undefined" || typeof DecompressionStream === "undefined" ||
+        !("noModule" in document.createElement("script"))) {
+      return "This browser is too old to run the model (it needs JavaScript modules, workers, fetch and 64-bit " +
+        "integer arrays): open the page in a current Chrome, Edge, Firefox or Safari.";
     }
     if (!WebAssembly.validate(SIMD)) {
       return "This browser's WebAssembly has no SIMD, which the model's runtime needs: open the page in a " +
@@ -138,6 +145,13 @@
         });
       }
       ready = ready.then(null, function (err) {
+        if (err && err.aborted) {
+          // the reader left the page mid-download (and came back from the back-forward cache): the
+          // next use starts the load again
+          ready = null;
+          demo.stopped();
+          throw { reason: "stopped", handled: true, aborted: true };
+        }
         var why = err && err.reason ? err.reason : describe(err);
         demo.fallback(why);
         throw { reason: why, handled: true };
@@ -146,41 +160,49 @@
     };
   }
 
+  /** The load report, one short line after the results. */
   function loadedLine(report) {
     var where = report.cachedBytes > 0 && report.fetchedBytes === 0 ? " from this browser's cache" :
-      report.cachedBytes > 0 ? " (" + mb(report.fetchedBytes) + " MB from the book, the rest from this browser's cache)" :
-        " from the book";
-    return "Loaded " + report.labels.join(" and ") + " (8-bit weights, " + report.modelBytes.map(mb).join(" + ") +
-      " MB), the tokenizer and the WebAssembly runtime: " + mb(report.totalBytes) + " MB" + where +
-      (report.sharedBytes ? " (the other " + mb(report.sharedBytes) + " MB were loaded by another demo on this page)" : "") +
+      report.cachedBytes > 0 ? " (" + mb(report.fetchedBytes) + " MB from the book)" : "";
+    return "Model: " + report.labels.join(" and ") + ", " + report.dtype + "; " + mb(report.totalBytes) + " MB" +
+      where + (report.sharedBytes ? " (+" + mb(report.sharedBytes) + " MB shared with another demo)" : "") +
       " in " + report.seconds.toFixed(1) + " s. Your text stays in this page.";
   }
 
-  /** The parts every model demo has: a status line with progress, and a note for when it cannot run. */
+  /** The parts every model demo has: a progress line (under the box, while the model loads), a
+   * short load report (after the results) and a note for when it cannot run. */
   function frame(div, state) {
     var status = make("p", { "class": "live-status", role: "status" });
-    var bar = make("progress", { "class": "live-progress", max: "1", value: "0", hidden: "hidden" });
+    var loading = make("p", { "class": "live-loading", hidden: "hidden" });
+    var bar = make("progress", { "class": "live-progress", max: "1", value: "0", "aria-label": "Loading the model" });
+    var words = make("span", { "class": "live-loading-text" });
+    loading.appendChild(bar);
+    loading.appendChild(words);
     var note = make("p", { "class": "live-note", hidden: "hidden" });
     return {
-      status: status, bar: bar, note: note,
+      status: status, bar: loading, note: note,
       progress: function (p) {
         if (state.status === "fallback") return; // another file failed: the rest no longer matters
-        bar.removeAttribute("hidden");
+        loading.removeAttribute("hidden");
         bar.setAttribute("max", String(p.total || 1));
         bar.setAttribute("value", String(p.done));
-        bar.setAttribute("aria-label", "Loading the model");
-        status.textContent = p.total ? "Loading the model: " + mb(p.done) + " of " + mb(p.total) + " MB" +
+        words.textContent = p.total ? "Loading the model: " + mb(p.done) + " of " + mb(p.total) + " MB" +
           (p.fromCache ? " (from this browser's cache)" : "") : "Loading the model\u2026";
         state.status = "loading";
       },
       loaded: function (report) {
-        bar.setAttribute("hidden", "hidden");
+        loading.setAttribute("hidden", "hidden");
         status.textContent = loadedLine(report);
         state.status = "ready";
         state.loaded = report;
       },
+      stopped: function () {
+        loading.setAttribute("hidden", "hidden");
+        status.textContent = "";
+        state.status = "idle";
+      },
       fallback: function (why) {
-        bar.setAttribute("hidden", "hidden");
+        loading.setAttribute("hidden", "hidden");
         status.textContent = "";
         note.textContent = why;
         note.removeAttribute("hidden");
@@ -201,9 +223,12 @@
       var texts = wanted;
       wanted = null;
       compute(texts).then(function (result) {
-        busy = false;
-        if (current().join("\u0000") === texts.join("\u0000")) show(texts, result);
-        pump();
+        // drawn in a task of its own: the page's thread never does the arithmetic and the drawing at once
+        setTimeout(function () {
+          busy = false;
+          if (current().join("\u0000") === texts.join("\u0000")) show(texts, result);
+          pump();
+        }, 0);
       }, function (err) {
         busy = false;
         wanted = null;
@@ -221,14 +246,21 @@
     };
   }
 
-  function onFirstUse(elements, ensure) {
+  /** The model starts loading on the reader's first act: typing in a box, a click on a button or an
+   * example, Enter (a form's submit). Focus alone (tabbing past, a tap into the box) loads nothing. */
+  function onFirstUse(form, boxes, buttons, ensure) {
     var go = function () { ensure().then(null, function () {}); };
-    elements.forEach(function (e) {
-      ["focus", "pointerdown", "keydown", "input"].forEach(function (type) { e.addEventListener(type, go); });
-    });
+    boxes.forEach(function (e) { e.addEventListener("input", go); });
+    buttons.forEach(function (e) { e.addEventListener("click", go); });
+    form.addEventListener("submit", go);
   }
 
   // ---- search and compare -----------------------------------------------------------------
+
+  // A best cosine under this says that nothing matched: all-MiniLM-L6-v2 puts unrelated English
+  // texts, and text in scripts it barely knows, at about 0.0-0.2 from everything (test_live.py
+  // holds the example questions above it and other scripts below it).
+  var NO_MATCH = 0.25;
 
   var SEARCH = {
     search: {
@@ -239,6 +271,7 @@
     compare: {
       set: "helpdesk", keys: ["minilm", "tuned"], label: "Your question to the help-desk articles",
       heads: { minilm: "Untouched model", tuned: "Fine-tuned on the help-desk questions" }, button: "Rank",
+      short: { minilm: "Untouched", tuned: "Fine-tuned" },
       intro: "Both models rank the 60 help-desk articles for the same question, in this page."
     }
   };
@@ -272,12 +305,18 @@
       lists[key] = list;
       columns.appendChild(make("div", { "class": "live-column" }, [head, head ? sub : null, list]));
     });
+    // Two models on a phone (below 600 px, live.css): one compact table instead of two lists, a
+    // row a rank, each model's article and cosine, the article's text a tap away.
+    var compact = spec.keys.length > 1 ? make("table", { "class": "live-compact" }) : null;
+    if (compact) columns.appendChild(compact);
     columns.setAttribute("hidden", "hidden");
     clear(div);
     div.appendChild(make("p", { "class": "live-intro", text: spec.intro }));
-    [form, tries, f.bar, f.status, f.note, message, columns].forEach(function (e) { div.appendChild(e); });
+    // The answer right under the box (on a phone with its keyboard open too): the progress line,
+    // the ranking and its one-line caption, "why this score" when opened; then the examples, the
+    // load report and any note.
     var whyPanel = make("section", { "class": "why-panel", hidden: "hidden" }); // why.mjs draws it
-    div.appendChild(whyPanel);
+    [form, f.bar, f.note, columns, message, whyPanel, tries, f.status].forEach(function (e) { div.appendChild(e); });
 
     function rightFor(text) {
       for (var i = 0; i < examples.length; i++) if (examples[i].question === text) return examples[i].right;
@@ -301,14 +340,34 @@
               make("span", { "class": "live-id", text: row.id }), good ? " " : null, good])]));
         });
       });
+      if (compact) {
+        clear(compact);
+        compact.appendChild(make("thead", {}, [make("tr", {}, [make("th", { scope: "col", text: "#" })].concat(
+          spec.keys.map(function (key) { return make("th", { scope: "col", text: spec.short[key] }); })))]));
+        var body = make("tbody");
+        rows[spec.keys[0]].forEach(function (unused, i) {
+          body.appendChild(make("tr", {}, [make("th", { scope: "row", text: String(i + 1) })].concat(spec.keys.map(function (key) {
+            var row = rows[key][i];
+            var good = right.indexOf(row.id) >= 0;
+            return make("td", { "data-id": row.id }, [make("details", {}, [
+              make("summary", {}, [make("span", { "class": "live-cos", text: fixed(row.cosine, 3) }), " ",
+                make("span", { "class": "live-id", text: row.id }), good ? make("span", { "class": "live-right",
+                  text: " \u2713 answers" }) : null]),
+              make("span", { "class": "live-text", text: row.text })])]);
+          }))));
+        });
+        compact.appendChild(body);
+      }
       columns.removeAttribute("hidden");
+      columns.removeAttribute("data-stored");
       columns.setAttribute("data-query", text);
       message.textContent = caption + (cut || "");
       state.query = text;
     }
 
-    /** The stored result of the example question ``text`` (of the first example for any other text). */
-    function showStored(text) {
+    /** The stored result of the example question ``text`` (of the first example for any other text);
+     * ``pending``: the model is loading, and ranks it live when ready. */
+    function showStored(text, pending) {
       var entry = null;
       var list = stored[kind];
       for (var i = 0; i < list.length; i++) if (list[i].question === text) entry = list[i];
@@ -316,7 +375,8 @@
       var rows = {};
       spec.keys.forEach(function (key) { rows[key] = kind === "search" ? entry.ranking : entry.rankings[key]; });
       show(entry.question, rows, "Stored result for " + quoted(entry.question, 80) + ", computed with the same model " +
-        "when the book was built.");
+        "when the book was built" + (pending ? "; ranked live in this page as soon as the model has loaded." : "."));
+      columns.setAttribute("data-stored", "true");
       state.rankings = rows;
       state.stored = true;
     }
@@ -341,25 +401,17 @@
         return spec.keys.reduce(function (chain, key) {
           return chain.then(function () {
             return ctx.models[key].embed(text).then(function (e) {
-              var docs = set.vectors[key];
-              var D = e.vector.length;
-              var scores = [];
-              for (var i = 0; i < set.ids.length; i++) {
-                var s = 0;
-                for (var d = 0; d < D; d++) s += docs[i * D + d] * e.vector[d];
-                scores.push(s);
-              }
-              var order = scores.map(function (s, i) { return i; });
-              order.sort(function (a, b) { return scores[b] - scores[a] || a - b; });
-              out.rows[key] = order.slice(0, 5).map(function (i) {
+              var scores = maths.scores(set.vectors[key], e.vector, e.vector.length);
+              out.rows[key] = maths.rank(scores, 5).map(function (i) {
                 return { id: set.ids[i], cosine: scores[i], text: set.texts[i] };
               });
               out.scores[key] = scores;
               out.vectors[key] = Array.prototype.slice.call(e.vector);
               out.ms += e.ms;
-              out.cut = e.cut;
+              out.cut = out.cut || e.cut;
               out.count = e.count;
-              out.limit = ctx.models[key].maxTokens;
+              out.limits = out.limits || {};
+              out.limits[key] = ctx.models[key].maxTokens;
             });
           });
         }, Promise.resolve()).then(function () { return out; });
@@ -368,10 +420,21 @@
 
     var runner = latest(function () { return [input.value]; }, compute, function (texts, r) {
       var best = r.rows[spec.keys[spec.keys.length - 1]][0];
-      var cut = r.cut ? " Your text is " + grouped(r.count) + " tokens long; the model reads only its first " + r.limit +
-        " (its limit), so this ranking is for the beginning alone." : "";
-      show(texts[0], r.rows, "Ranked for " + quoted(texts[0], 80) + " in " + Math.max(1, Math.round(r.ms)) + " ms: the " +
-        "best match is " + best.id + " at cosine " + fixed(best.cosine, 3) + ".", cut);
+      var top = Math.max.apply(null, spec.keys.map(function (key) { return r.rows[key][0].cosine; }));
+      var cut = "";
+      if (r.cut) {
+        var limits = spec.keys.map(function (key) { return r.limits[key]; });
+        cut = " Your text is " + grouped(r.count) + " tokens long; " + (spec.keys.length === 1 ?
+          "the model reads only its first " + limits[0] + " (its limit)" : limits[0] === limits[1] ?
+            "both models read only its first " + limits[0] : "the untouched model reads only its first " + limits[0] +
+            " and the fine-tuned one its first " + limits[1]) + ", so this ranking is for the beginning alone.";
+      }
+      var caption = top < NO_MATCH ? "Nothing here matches " + quoted(texts[0], 60) + ": the best cosine is only " +
+        fixed(top, 2) + ", about what unrelated texts get. This model reads English; other languages and " +
+        "off-topic questions come out as noise." : "Ranked for " + quoted(texts[0], 80) + " in " +
+        Math.max(1, Math.round(r.ms)) + " ms: the best match is " + best.id + " at cosine " + fixed(best.cosine, 3) + ".";
+      show(texts[0], r.rows, caption, cut);
+      state.noMatch = top < NO_MATCH;
       whyButtons(whyPanel, lists, spec, ensure, texts[0], r.rows, state);
       state.rankings = r.rows;
       state.scores = r.scores;
@@ -407,6 +470,8 @@
     chips.forEach(function (chip, i) {
       chip.addEventListener("click", function () {
         input.value = examples[i].question;
+        // at once: the stored result, marked as stored, until the model in the page ranks it
+        if (state.status !== "ready" && state.status !== "fallback") showStored(input.value, true);
         ask(input.value);
       });
     });
@@ -415,7 +480,7 @@
       f.fallback(reason);
       showStored(examples[0].question);
     } else {
-      onFirstUse([input, button].concat(chips), ensure);
+      onFirstUse(form, [input], [button].concat(chips), ensure);
     }
   }
 
@@ -489,38 +554,7 @@
     ["cls", "The first token, [CLS]"]
   ];
 
-  function cosine(a, b) {
-    var ab = 0, aa = 0, bb = 0;
-    for (var i = 0; i < a.length; i++) {
-      ab += a[i] * b[i];
-      aa += a[i] * a[i];
-      bb += b[i] * b[i];
-    }
-    return ab / Math.sqrt(aa) / Math.sqrt(bb);
-  }
-
-  /** The three poolings of a (B, T, D) grid with its (B, T) mask, in float64. */
-  function pool(g) {
-    var out = { mean_masked: [], mean_unmasked: [], cls: [] };
-    for (var b = 0; b < g.B; b++) {
-      var masked = new Array(g.D), all = new Array(g.D), first = new Array(g.D), real = 0;
-      for (var d = 0; d < g.D; d++) { masked[d] = 0; all[d] = 0; first[d] = g.grid[(b * g.T) * g.D + d]; }
-      for (var t = 0; t < g.T; t++) {
-        var m = g.mask[b][t];
-        real += m;
-        for (d = 0; d < g.D; d++) {
-          var x = g.grid[(b * g.T + t) * g.D + d];
-          all[d] += x;
-          if (m) masked[d] += x;
-        }
-      }
-      for (d = 0; d < g.D; d++) { masked[d] /= real; all[d] /= g.T; }
-      out.mean_masked.push(masked);
-      out.mean_unmasked.push(all);
-      out.cls.push(first);
-    }
-    return out;
-  }
+  var CHIPS = 40; // tokens drawn per sentence; a longer one ends in a chip that counts the rest
 
   function heat(x) {
     var a = Math.min(1, Math.abs(x) / 0.6);
@@ -550,14 +584,17 @@
     clear(div);
     div.appendChild(make("p", { "class": "live-intro", text: "Two sentences go through the model together, the " +
       "shorter padded to the longer. Each token comes out as a vector; three poolings make one vector per sentence." }));
-    [form, f.bar, f.status, f.note, tokens, table, message].forEach(function (e) { div.appendChild(e); });
+    // The cosines right under the boxes, then what they mean (a cut text said first), then the tokens.
+    [form, f.bar, f.note, table, message, tokens, f.status].forEach(function (e) { div.appendChild(e); });
 
     function drawTokens(rows, mask, grid, T, D) {
       clear(tokens);
       rows.forEach(function (row, b) {
         var label = "Sentence " + "AB"[b] + ": " + mask[b].reduce(function (s, m) { return s + m; }, 0) + " tokens" +
           (mask[b].indexOf(0) >= 0 ? ", then " + mask[b].filter(function (m) { return !m; }).length + " [PAD]" : "");
-        var chips = row.map(function (tok, t) {
+        // A long text: its first CHIPS tokens drawn, the rest (padding included) counted in one chip.
+        var shown = row.length > CHIPS + 1 ? CHIPS : row.length;
+        var chips = row.slice(0, shown).map(function (tok, t) {
           var strip = null;
           if (grid) {
             strip = make("span", { "class": "live-strip", "aria-hidden": "true" });
@@ -570,6 +607,12 @@
           return make("li", { "class": mask[b][t] ? "live-token" : "live-token live-pad" },
             [make("span", { text: tok }), strip]);
         });
+        if (shown < row.length) {
+          var rest = mask[b].slice(shown);
+          var pads = rest.filter(function (m) { return !m; }).length;
+          chips.push(make("li", { "class": "live-token live-more" }, [make("span", { text: "+ " + (rest.length - pads) +
+            " more tokens" + (pads ? ", " + pads + " [PAD]" : "") })]));
+        }
         tokens.appendChild(make("p", { "class": "live-token-label", text: label }));
         tokens.appendChild(make("ul", { "class": "live-token-row", "aria-label": label }, chips));
       });
@@ -595,8 +638,8 @@
 
     function showStored() {
       drawTokens(example.tokens, example.mask, null);
-      drawTable(example.cosines, "Stored result for the two sentences above, computed with the same model when " +
-        "the book was built");
+      drawTable(example.cosines, "Stored result for " + quoted(example.texts[0], 40) + " and " +
+        quoted(example.texts[1], 40) + ", computed with the same model when the book was built");
       state.texts = example.texts.slice();
       state.stored = true;
       state.cosines = example.cosines;
@@ -609,9 +652,9 @@
     }
 
     var runner = latest(function () { return [inputs[0].value, inputs[1].value]; }, compute, function (texts, g) {
-      var pooled = pool(g);
+      var pooled = maths.pool(g);
       var cosines = {};
-      POOLINGS.forEach(function (p) { cosines[p[0]] = cosine(pooled[p[0]][0], pooled[p[0]][1]); });
+      POOLINGS.forEach(function (p) { cosines[p[0]] = maths.cosine(pooled[p[0]][0], pooled[p[0]][1]); });
       drawTokens(g.tokens, g.mask, g.grid, g.T, g.D);
       drawTable(cosines, "Cosine between the two sentences, computed in this page");
       var pads = g.mask.map(function (row) { return row.filter(function (m) { return !m; }).length; });
@@ -620,9 +663,9 @@
         return c ? " Sentence " + "AB"[b] + " is " + grouped(g.counts[b]) + " tokens long; the model reads only its first " +
           limit + "." : "";
       }).join("");
-      message.textContent = (which < 0 ? "Both sentences have " + g.T + " tokens: no padding, so the two means agree." :
-        "Sentence " + "AB"[which] + " is padded with " + pads[which] + " [PAD] to " + g.T + " positions; without the mask " +
-        "its mean counts them as if they were words.") + cut;
+      message.textContent = (cut ? cut.slice(1) + " " : "") + (which < 0 ? "Both sentences have " + g.T +
+        " tokens: no padding, so the two means agree." : "Sentence " + "AB"[which] + " is padded with " + pads[which] +
+        " [PAD] to " + g.T + " positions; without the mask its mean counts them as if they were words.");
       state.texts = texts;
       state.tokens = g.tokens;
       state.ids = g.ids;
@@ -665,7 +708,7 @@
     showStored();
     var reason = cannotRun();
     if (reason) f.fallback(reason);
-    else onFirstUse(inputs.concat([button]), ensure);
+    else onFirstUse(form, inputs, [button], ensure);
   }
 
   // ---- InfoNCE on the unit circle ------------------------------------------------------------
@@ -677,28 +720,9 @@
   var ARROW = 1; // an arrow is ARROW x tau x minus the gradient: the gradient in units of the loss's natural size, 1 / tau
   var R = 100; // the unit circle's radius in the figure's own units (SVG text has no tiny font sizes)
   var DOT = 0.075 * R; // a vector's dot
+  var EDGE = 1.47 * R; // the figure shows -1.5 R to 1.5 R: an arrow's tip stays this far in
 
-  /** The row's InfoNCE for question q and cards (card 0 the answer), as the lesson writes it:
-   * s_j = q . c_j, share_j = softmax(s / tau)_j, loss = -log share_0,
-   * dL/ds_j = (share_j - [j = 0]) / tau, dL/dq = sum_j dL/ds_j c_j, dL/dc_j = dL/ds_j q. */
-  function infonce(q, cards, tau) {
-    var s = cards.map(function (c) { return q[0] * c[0] + q[1] * c[1]; });
-    var z = s.map(function (x) { return x / tau; });
-    var top = Math.max.apply(null, z);
-    var sum = z.reduce(function (acc, x) { return acc + Math.exp(x - top); }, 0);
-    var logShares = z.map(function (x) { return x - top - Math.log(sum); });
-    var shares = logShares.map(Math.exp);
-    var ds = shares.map(function (p, j) { return (p - (j === 0 ? 1 : 0)) / tau; });
-    var gq = [0, 0];
-    cards.forEach(function (c, j) {
-      gq[0] += ds[j] * c[0];
-      gq[1] += ds[j] * c[1];
-    });
-    return {
-      scores: s, shares: shares, loss: -logShares[0], gradQuestion: gq,
-      gradCards: ds.map(function (g) { return [g * q[0], g * q[1]]; })
-    };
-  }
+  var infonce = maths.infonce;
   live.infonce = infonce;
 
   function unit(deg) {
@@ -756,7 +780,9 @@
     div.appendChild(make("p", { "class": "live-intro", text: "Drag the question (Q) or a card around the circle, or " +
       "focus one and use the arrow keys (Shift: 10\u00b0 a step). Arrows show the step the loss asks of each vector, " +
       "minus its gradient, drawn \u03c4 times its length so that temperatures compare." }));
-    [make("div", { "class": "live-figure" }, [figure]), controls, warn, summary, table].forEach(function (e) {
+    var clampNote = make("p", { "class": "live-sub live-clamp-note", hidden: "hidden",
+      text: "Dashed arrows are longer than the figure: they are drawn shortened, to its edge." });
+    [make("div", { "class": "live-figure" }, [figure]), clampNote, controls, warn, summary, table].forEach(function (e) {
       div.appendChild(e);
     });
 
@@ -769,6 +795,21 @@
       if (len < 2) return g;
       // from the rim of the vector's dot, so that all of the arrow's length shows
       var x1 = R * from[0] + DOT * dx / len, y1 = -R * from[1] + DOT * dy / len;
+      // An arrow longer than the figure is shortened to end at its edge, drawn dashed (live.css),
+      // and the note under the figure says so; data-step keeps the true step.
+      var f = 1;
+      [[x1, dx], [y1, dy]].forEach(function (p) {
+        if (p[0] + p[1] > EDGE) f = Math.min(f, (EDGE - p[0]) / p[1]);
+        if (p[0] + p[1] < -EDGE) f = Math.min(f, (-EDGE - p[0]) / p[1]);
+      });
+      if (f < 1) {
+        f = Math.max(0, f);
+        dx *= f;
+        dy *= f;
+        len *= f;
+        g.setAttribute("class", "live-arrow live-clamped " + cls);
+        if (len < 2) return g;
+      }
       var x2 = x1 + dx, y2 = y1 + dy, ux = dx / len, uy = dy / len, h = Math.min(9, 0.6 * len);
       var bx = x2 - ux * h, by = y2 - uy * h;
       g.appendChild(svg("line", { x1: x1.toFixed(2), y1: y1.toFixed(2), x2: bx.toFixed(2), y2: by.toFixed(2) }));
@@ -787,6 +828,10 @@
       clear(arrows);
       arrows.appendChild(arrow(q, steps.question, "live-question"));
       cards.forEach(function (c, j) { arrows.appendChild(arrow(c, steps.cards[j], j === 0 ? "live-answer" : "live-wrong")); });
+      var clamped = arrows.querySelectorAll(".live-clamped").length;
+      if (clamped) clampNote.removeAttribute("hidden");
+      else clampNote.setAttribute("hidden", "hidden");
+      state.clamped = clamped;
       var place = function (g, p, deg, text) {
         g.setAttribute("transform", "translate(" + (R * p[0]).toFixed(2) + " " + (-R * p[1]).toFixed(2) + ")");
         g.setAttribute("aria-valuenow", String(Math.round(deg)));

@@ -1,36 +1,19 @@
 // The model in the page: imported by demos.js the first time a reader uses a live demo, never
-// before. It fetches the files listed in manifest.json (written by tools/live_model.py when the
-// book was built), checks each one's size and SHA-256, keeps them in this browser's Cache Storage
-// for the next visit, and runs the model with onnxruntime-web (WebAssembly, one thread) and
-// transformers.js's tokenizer. Every file comes from the book itself.
+// before. The work itself (fetching and checking the files listed in manifest.json, which
+// tools/live_model.py wrote when the book was built; the tokenizer; onnxruntime-web running the
+// model) happens in a module Web Worker, worker.mjs, so that the page never freezes while the
+// model loads or runs. This module is the page's side of it: it keeps the API the demos use,
+// counts the bytes for the progress line, and stops the downloads when the reader leaves the page.
+// Every file comes from the book itself.
 //
-// What it computes, as the Python side does (tools/live_model.py, OnnxEncoder): a text is cut at
-// the model's token limit the way sentence-transformers cuts it ([CLS], the first limit - 2
-// tokens, [SEP]); a batch is padded to its longest text with [PAD] and an attention mask of 0;
-// the model returns one vector per token (last_hidden_state); a text's vector is the mean of its
-// real tokens' vectors, normalized, in float64.
+// What it computes, as the Python side does (tools/live_model.py, OnnxEncoder): token vectors
+// from the worker (see worker.mjs); a text's vector is the mean of its real tokens' vectors,
+// normalized, in float64 (maths.mjs).
 
-import { env, BertTokenizer } from "./runtime/transformers.web.min.js";
-import * as ort from "./runtime/ort.wasm.bundle.min.mjs";
+import { meanUnit } from "./maths.mjs";
 
 const BASE = new URL("./", import.meta.url); // the book's live/ folder
-const CACHE_NAME = "labs-live";
-
-// Nothing leaves the book: no hub, no CDN. localModelPath is a path, not an http URL
-// (transformers.js 4.3.2 silently skips the tokenizer for a URL).
-env.allowLocalModels = true;
-env.allowRemoteModels = false;
-env.localModelPath = new URL("models/", BASE).pathname;
-env.useBrowserCache = false; // this module keeps its own cache, of checked files
-env.useWasmCache = false;
-const wasm = env.backends.onnx.wasm;
-wasm.wasmPaths = {
-  mjs: new URL("runtime/ort-wasm-simd-threaded.mjs", BASE).href,
-  wasm: new URL("runtime/ort-wasm-simd-threaded.wasm", BASE).href,
-};
-wasm.numThreads = 1; // threads need COOP/COEP headers, which static hosts cannot send
-wasm.proxy = false;
-if (ort.env.wasm !== wasm) throw new Error("transformers.js and this page loaded two copies of onnxruntime-web");
+const VERSION = new URL(import.meta.url).search; // the build's version, passed on to the worker
 
 /** A file of the model that is missing, cut short or not the one the book was built with. */
 export class FileProblem extends Error {
@@ -39,8 +22,6 @@ export class FileProblem extends Error {
     this.path = `live/${path}`;
   }
 }
-
-const MB = (bytes) => (bytes / 1e6).toFixed(1);
 
 let manifestPromise = null;
 
@@ -56,234 +37,120 @@ export function manifest() {
         throw new FileProblem("manifest.json", `could not be fetched (${err.message})`);
       },
     );
+    manifestPromise.catch(() => { manifestPromise = null; });
   }
   return manifestPromise;
 }
 
-async function openCache() {
-  try {
-    return self.caches ? await caches.open(CACHE_NAME) : null;
-  } catch (err) {
-    return null; // no Cache Storage here (private window, insecure origin): fetch every time
+// ---- the worker ---------------------------------------------------------------------------
+
+let worker = null;
+let nextId = 0;
+const waiting = new Map(); // request id -> {ok, no}
+const listeners = new Map(); // file path -> progress callback of the prepare() that asked for it first
+
+function rebuildError(error) {
+  if (error.aborted) return Object.assign(new Error(error.message), { aborted: true });
+  if (error.path) {
+    const err = new Error(error.message);
+    err.path = error.path;
+    return err;
   }
+  return new Error(error.message);
 }
 
-async function digest(bytes) {
-  if (!(self.crypto && crypto.subtle)) return null; // not a secure origin: the size is checked only
-  const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  return Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-async function check(entry, bytes) {
-  if (bytes.length < entry.bytes) {
-    throw new FileProblem(entry.path, `is truncated: ${MB(bytes.length)} of its ${MB(entry.bytes)} MB arrived. Rebuild the book with make book`);
-  }
-  if (bytes.length > entry.bytes) {
-    throw new FileProblem(entry.path, `is not the file this book was built with (${MB(bytes.length)} MB, expected ${MB(entry.bytes)} MB). Rebuild the book with make book`);
-  }
-  const hash = await digest(bytes);
-  if (hash !== null && hash !== entry.sha256) {
-    throw new FileProblem(entry.path, "is not the file this book was built with (its SHA-256 differs). Rebuild the book with make book");
-  }
-}
-
-const files = new Map(); // path -> Promise<Uint8Array>, so two demos on one page share a download
-
-/** One checked file, from the cache or the network; ``progress(path, bytes, fromCache)`` is told of every chunk. */
-function fetchFile(entry, progress) {
-  if (!files.has(entry.path)) files.set(entry.path, fetchChecked(entry, progress));
-  return files.get(entry.path);
-}
-
-async function fetchChecked(entry, progress) {
-  const url = new URL(entry.path, BASE).href;
-  const key = `${url}?sha256=${entry.sha256}`;
-  const cache = await openCache();
-  if (cache) {
-    const hit = await cache.match(key);
-    if (hit) {
-      // stored under its SHA-256 once checked: its size is checked again, not its hash
-      const bytes = new Uint8Array(await hit.arrayBuffer());
-      if (bytes.length === entry.bytes) {
-        progress(entry.path, bytes.length, true);
-        return bytes;
-      }
-      await cache.delete(key); // a damaged cache entry: fetch it again
+function start() {
+  if (worker) return worker;
+  worker = new Worker(new URL("worker.mjs" + VERSION, BASE), { type: "module" });
+  worker.onmessage = (event) => {
+    const msg = event.data;
+    if (msg.progress) {
+      const tell = listeners.get(msg.progress.path);
+      if (tell) tell(msg.progress);
+      return;
     }
-  }
-  let response;
-  try {
-    response = await fetch(url, { cache: "no-cache" });
-  } catch (err) {
-    throw new FileProblem(entry.path, `could not be fetched (${err.message})`);
-  }
-  if (response.status === 404) throw new FileProblem(entry.path, "is missing from this book (HTTP 404). Rebuild the book with make book");
-  if (!response.ok) throw new FileProblem(entry.path, `could not be fetched (HTTP ${response.status})`);
-  const chunks = [];
-  let length = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    let part;
-    try {
-      part = await reader.read();
-    } catch (err) {
-      throw new FileProblem(entry.path, `stopped arriving after ${MB(length)} MB (${err.message})`);
-    }
-    if (part.done) break;
-    chunks.push(part.value);
-    length += part.value.length;
-    progress(entry.path, part.value.length, false);
-  }
-  const bytes = new Uint8Array(length);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.length;
-  }
-  await check(entry, bytes);
-  if (cache) {
-    try {
-      await cache.put(key, new Response(bytes));
-      for (const old of await cache.keys()) {
-        // an earlier build's copy of this file
-        if (old.url.startsWith(`${url}?`) && old.url !== key) await cache.delete(old);
-      }
-    } catch (err) {
-      // the cache is full or refused: the file is used anyway
-    }
-  }
-  return bytes;
+    const w = waiting.get(msg.id);
+    if (!w) return;
+    waiting.delete(msg.id);
+    // what waits on the answer runs in a task of its own, not in the one that received it
+    if (msg.error) setTimeout(() => w.no(rebuildError(msg.error)), 0);
+    else setTimeout(() => w.ok(msg.result), 0);
+  };
+  worker.onerror = (event) => {
+    // the worker's script itself failed (not a file of the model): every request in flight fails
+    event.preventDefault();
+    const err = new Error(`the model's thread stopped (live/worker.mjs: ${event.message || "it did not start"})`);
+    for (const w of waiting.values()) w.no(err);
+    waiting.clear();
+    worker = null;
+  };
+  return worker;
 }
 
-function json(entry, bytes) {
-  try {
-    return JSON.parse(new TextDecoder().decode(bytes));
-  } catch (err) {
-    throw new FileProblem(entry.path, "is not valid JSON. Rebuild the book with make book");
-  }
+function call(op, args) {
+  const w = start();
+  nextId += 1;
+  const id = nextId;
+  return new Promise((ok, no) => {
+    waiting.set(id, { ok, no });
+    w.postMessage({ id, op, ...args });
+  });
 }
 
-// onnxruntime-web runs one session at a time: every run waits for the one before.
-let queue = Promise.resolve();
-function serially(job) {
-  const next = queue.then(job);
-  queue = next.catch(() => {});
-  return next;
-}
+// A reader who leaves the page stops the downloads (a page kept in the back-forward cache starts
+// them again on the next use: everything that did not finish is forgotten).
+let loading = 0;
+addEventListener("pagehide", () => {
+  if (worker && loading > 0) worker.postMessage({ op: "abort" });
+});
 
-let runtimeReady = null;
-const timings = { sessions: 0 }; // seconds spent making ONNX sessions (the runtime's start included)
-
-/** A loaded model: its tokenizer, its length limit and its ONNX session. */
+/** A loaded model: its label, its length limit, and the two things the demos ask of it. */
 export class Model {
-  constructor(key, spec, tokenizer, session) {
+  constructor(key, spec) {
     this.key = key;
     this.label = spec.label;
     this.maxTokens = spec.maxTokens;
-    this.tokenizer = tokenizer;
-    this.session = session;
-    this.padId = tokenizer.pad_token_id;
   }
 
-  /** The model's tokens of one text, cut at its limit as sentence-transformers cuts: [CLS], the text's first maxTokens - 2 tokens, [SEP]. */
-  tokenize(text) {
-    const pieces = this.tokenizer.tokenize(text);
-    const room = this.maxTokens - 2;
-    const tokens = ["[CLS]", ...pieces.slice(0, room), "[SEP]"];
-    return { tokens, ids: this.tokenizer.convert_tokens_to_ids(tokens), count: pieces.length + 2, cut: pieces.length > room };
-  }
-
-  /** Token vectors of a batch padded to its longest text: {tokens, ids, mask (B x T), grid (Float32Array B*T*D), B, T, D, cut, counts}. */
-  async grid(texts) {
-    const parts = texts.map((t) => this.tokenize(t));
-    const B = parts.length;
-    const T = Math.max(...parts.map((p) => p.ids.length));
-    const ids = new BigInt64Array(B * T);
-    const mask = new BigInt64Array(B * T);
-    const tokens = [];
-    const idRows = [];
-    const maskRows = [];
-    parts.forEach((p, b) => {
-      const row = [];
-      const maskRow = [];
-      const tokenRow = [];
-      for (let t = 0; t < T; t++) {
-        const real = t < p.ids.length;
-        const id = real ? p.ids[t] : this.padId;
-        ids[b * T + t] = BigInt(id);
-        mask[b * T + t] = real ? 1n : 0n;
-        row.push(id);
-        maskRow.push(real ? 1 : 0);
-        tokenRow.push(real ? p.tokens[t] : "[PAD]");
-      }
-      idRows.push(row);
-      maskRows.push(maskRow);
-      tokens.push(tokenRow);
-    });
-    const feeds = {
-      input_ids: new ort.Tensor("int64", ids, [B, T]),
-      attention_mask: new ort.Tensor("int64", mask, [B, T]),
-      token_type_ids: new ort.Tensor("int64", new BigInt64Array(B * T), [B, T]),
-    };
-    const started = performance.now();
-    const out = await serially(() => this.session.run(feeds));
-    const hidden = out.last_hidden_state;
-    return {
-      tokens, ids: idRows, mask: maskRows, grid: hidden.data, B, T, D: hidden.dims[2],
-      cut: parts.map((p) => p.cut), counts: parts.map((p) => p.count), ms: performance.now() - started,
-    };
+  /** Token vectors of a batch padded to its longest text: {tokens, ids, mask (B x T), grid (Float32Array B*T*D), B, T, D, cut, counts, ms}. */
+  grid(texts) {
+    return call("grid", { key: this.key, texts });
   }
 
   /** One text's unit vector (Float64Array D): the mean of its token vectors, normalized; with its tokens and whether it was cut. */
   async embed(text) {
     const g = await this.grid([text]);
-    const vector = new Float64Array(g.D);
-    for (let t = 0; t < g.T; t++) for (let d = 0; d < g.D; d++) vector[d] += g.grid[t * g.D + d];
-    let norm = 0;
-    for (let d = 0; d < g.D; d++) {
-      vector[d] /= g.T;
-      norm += vector[d] * vector[d];
-    }
-    norm = Math.sqrt(norm);
-    for (let d = 0; d < g.D; d++) vector[d] /= norm;
-    return { vector, tokens: g.tokens[0], count: g.counts[0], cut: g.cut[0], ms: g.ms };
+    return { vector: meanUnit(g.grid, g.T, g.D), tokens: g.tokens[0], count: g.counts[0], cut: g.cut[0], ms: g.ms };
   }
 }
 
 const models = new Map(); // key -> Promise<Model>
 const sets = new Map(); // "set/model" -> Promise<Float32Array>
+const asked = new Set(); // paths some prepare() has asked the worker for (shared files count once)
 
-function loadModel(key, spec, get) {
+function remember(map, name, pending) {
+  map.set(name, pending);
+  pending.catch(() => map.delete(name)); // a failed or stopped load is tried again on the next use
+  return pending;
+}
+
+function loadModel(key, spec, wasm) {
   if (!models.has(key)) {
-    models.set(key, (async () => {
-      const [tokenizerBytes, configBytes, modelBytes] = await Promise.all(
-        [spec.files.tokenizer, spec.files.tokenizerConfig, spec.files.model].map(get));
-      const tokenizer = new BertTokenizer(json(spec.files.tokenizer, tokenizerBytes),
-        json(spec.files.tokenizerConfig, configBytes));
-      await runtimeReady;
-      let session;
-      try {
-        const started = performance.now();
-        session = await serially(() => ort.InferenceSession.create(modelBytes, {
-          executionProviders: ["wasm"], graphOptimizationLevel: "all", logSeverityLevel: 3,
-        }));
-        timings.sessions += (performance.now() - started) / 1000;
-      } catch (err) {
-        throw new FileProblem(spec.files.model.path, `could not be read as a model (${String(err.message || err).slice(0, 160)}). Rebuild the book with make book`);
-      }
-      return new Model(key, spec, tokenizer, session);
-    })());
+    remember(models, key, call("model", { key, spec, wasm }).then((info) => {
+      const model = new Model(key, spec);
+      model.sessionSeconds = info.sessionSeconds;
+      return model;
+    }));
   }
   return models.get(key);
 }
 
-function loadVectors(setName, key, entry, get, count, dim) {
+function loadVectors(setName, key, entry, count, dim) {
   const name = `${setName}/${key}`;
   if (!sets.has(name)) {
-    sets.set(name, get(entry).then((bytes) => {
+    remember(sets, name, call("file", { entry }).then((bytes) => {
       if (bytes.length !== count * dim * 4) throw new FileProblem(entry.path, `does not hold ${count} vectors of ${dim} numbers`);
-      const copy = bytes.slice(); // aligned for Float32Array
-      return new Float32Array(copy.buffer); // little-endian, as written by the build
+      return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4); // little-endian, as written by the build
     }));
   }
   return sets.get(name);
@@ -299,41 +166,51 @@ export async function prepare(needs, onProgress) {
   const m = await manifest();
   const entries = new Map();
   const want = (entry) => entries.set(entry.path, entry);
-  if (!runtimeReady) want(m.runtime.wasm);
+  want(m.runtime.wasm);
   for (const key of needs.models) Object.values(m.models[key].files).forEach(want);
   for (const set of needs.sets || []) for (const key of needs.models) want(m.sets[set].vectors[key]);
   // A file another demo on this page has loaded (or is loading) is not loaded again.
-  const shared = [...entries.values()].filter((e) => files.has(e.path)).reduce((sum, e) => sum + e.bytes, 0);
-  const total = [...entries.values()].filter((e) => !files.has(e.path)).reduce((sum, e) => sum + e.bytes, 0);
+  const mine = [...entries.values()].filter((e) => !asked.has(e.path));
+  const shared = [...entries.values()].filter((e) => asked.has(e.path)).reduce((sum, e) => sum + e.bytes, 0);
+  const total = mine.reduce((sum, e) => sum + e.bytes, 0);
   let done = 0;
   let fetched = 0;
   let cached = 0;
-  const progress = (path, bytes, fromCache) => {
-    done += bytes;
-    if (fromCache) cached += bytes;
-    else fetched += bytes;
+  const progress = (p) => {
+    done += p.bytes;
+    if (p.fromCache) cached += p.bytes;
+    else fetched += p.bytes;
     if (onProgress) onProgress({ done, total, fromCache: cached > 0 && fetched === 0 });
   };
-  const get = (entry) => fetchFile(entry, progress);
-  if (!runtimeReady) {
-    runtimeReady = get(m.runtime.wasm).then((bytes) => {
-      wasm.wasmBinary = bytes;
-    });
+  for (const e of mine) {
+    asked.add(e.path);
+    listeners.set(e.path, progress);
   }
-  const loaded = await Promise.all(needs.models.map((key) => loadModel(key, m.models[key], get)));
-  const result = { models: {}, sets: {} };
-  needs.models.forEach((key, i) => { result.models[key] = loaded[i]; });
-  for (const set of needs.sets || []) {
-    const s = m.sets[set];
-    const vectors = {};
-    for (const key of needs.models) vectors[key] = await loadVectors(set, key, s.vectors[key], get, s.ids.length, s.dim);
-    result.sets[set] = { ids: s.ids, texts: s.texts, vectors };
+  loading += 1;
+  try {
+    const loaded = await Promise.all(needs.models.map((key) => loadModel(key, m.models[key], m.runtime.wasm)));
+    const result = { models: {}, sets: {} };
+    needs.models.forEach((key, i) => { result.models[key] = loaded[i]; });
+    for (const set of needs.sets || []) {
+      const s = m.sets[set];
+      const vectors = {};
+      const got = await Promise.all(needs.models.map((key) => loadVectors(set, key, s.vectors[key], s.ids.length, s.dim)));
+      needs.models.forEach((key, i) => { vectors[key] = got[i]; });
+      result.sets[set] = { ids: s.ids, texts: s.texts, vectors };
+    }
+    result.report = {
+      seconds: (performance.now() - started) / 1000, totalBytes: total, fetchedBytes: fetched, cachedBytes: cached,
+      sharedBytes: shared, sessionSeconds: loaded.reduce((sum, model) => sum + (model.sessionSeconds || 0), 0),
+      labels: needs.models.map((k) => m.models[k].label), dtype: m.models[needs.models[0]].dtype,
+      modelBytes: needs.models.map((k) => m.models[k].files.model.bytes),
+      runtime: m.runtime.versions,
+    };
+    return result;
+  } catch (err) {
+    for (const e of mine) asked.delete(e.path); // not loaded: the next use counts them again
+    throw err;
+  } finally {
+    loading -= 1;
+    for (const e of mine) listeners.delete(e.path);
   }
-  result.report = {
-    seconds: (performance.now() - started) / 1000, totalBytes: total, fetchedBytes: fetched, cachedBytes: cached,
-    sharedBytes: shared, sessionSeconds: timings.sessions,
-    labels: needs.models.map((k) => m.models[k].label), modelBytes: needs.models.map((k) => m.models[k].files.model.bytes),
-    runtime: m.runtime.versions,
-  };
-  return result;
 }

@@ -116,3 +116,26 @@ def test_a_stamp_rebuilds_only_on_change(tmp_path):
     assert not live_model._up_to_date(tmp_path, dict(stamp, code="abd"))
     (tmp_path / "stamp.json").write_text("{not json")
     assert not live_model._up_to_date(tmp_path, stamp)
+
+
+def test_maths_becomes_a_classic_script():
+    """live/maths.js is maths.mjs's functions as a classic script, and anything but `export function` is refused."""
+    module = (live_model.PAGE_SOURCES / "maths.mjs").read_text(encoding="utf-8")
+    classic = live_model.classic_maths(module)
+    assert "export " not in classic and classic.startswith("/*")
+    names = [line.split("(")[0].split()[-1] for line in module.splitlines() if line.startswith("export function ")]
+    assert names and "window.labsLiveMaths = {" + ", ".join(f"{n}: {n}" for n in names) + "}" in classic
+    with pytest.raises(live_model.BuildError, match="maths.mjs: expected only `export function NAME\\(` exports"):
+        live_model.classic_maths(module + "\nexport const X = 1;\n")
+
+
+def test_one_tokenizer_only_when_the_two_agree(tmp_path):
+    """Truncation and padding may differ (the page does not read them); anything else is refused, naming the file."""
+    one, other = tmp_path / "a.json", tmp_path / "b.json"
+    spec = {"model": {"vocab": {"[PAD]": 0, "hello": 1}}, "truncation": {"max_length": 128}, "padding": None}
+    one.write_text(json.dumps(spec))
+    other.write_text(json.dumps({**spec, "truncation": {"max_length": 256}, "padding": {"strategy": "BatchLongest"}}))
+    live_model._same_tokenizer(one, other)
+    other.write_text(json.dumps({**spec, "model": {"vocab": {"[PAD]": 0, "hullo": 1}}}))
+    with pytest.raises(live_model.BuildError, match=f"{other} tokenizes differently from {one}"):
+        live_model._same_tokenizer(one, other)
