@@ -23,6 +23,7 @@ refused). What holds:
 from __future__ import annotations
 
 import functools
+import json
 
 import numpy as np
 import pytest
@@ -33,7 +34,6 @@ from tests.book.live_helpers import WAIT_MS, ask, demo, state
 SUM = 1e-6  # the shares' sum against the page's cosine (float64 sums of float32 vectors)
 ONNX = 1e-5  # the page's shares against onnxruntime in Python on the same 8-bit file
 EXACT = 1e-9  # float64 arithmetic, page against labs
-MODEL_DIR = "live/models/minilm"
 
 IMPORT = "async ([url, fn, args]) => { const m = await import(url); return JSON.parse(JSON.stringify(m[fn](...args), " \
          "(k, v) => (ArrayBuffer.isView(v) ? Array.from(v) : v))); }"
@@ -221,11 +221,21 @@ def test_window_problems_are_one_line(session, live_url):
 
 
 @pytest.fixture(scope="module")
-def onnx_encoder(book):
+def onnx_encoder(book, tmp_path_factory):
+    """onnxruntime in Python on the very file the page loads (its manifest's entry, inflated when the
+    book sends it gzipped) with the page's tokenizer."""
+    import gzip
+
     from tools.live_model import OnnxEncoder
 
-    folder = book / MODEL_DIR
-    return OnnxEncoder(folder / "onnx" / "model_quantized.onnx", folder, 256)
+    live = book / "live"
+    entry = json.loads((live / "manifest.json").read_text())["models"]["minilm"]
+    model = live / entry["files"]["model"]["path"]
+    if model.suffix == ".gz":
+        raw = tmp_path_factory.mktemp("onnx") / model.stem
+        raw.write_bytes(gzip.decompress(model.read_bytes()))
+        model = raw
+    return OnnxEncoder(model, (live / entry["files"]["tokenizer"]["path"]).parent, entry["maxTokens"])
 
 
 def python_shares(encoder, a: str, b: str) -> dict:
