@@ -175,8 +175,8 @@ def render(a, reports: dict, weighted: dict, header: list[str]) -> None:
                                   (("docstrings", "same, limit 64"), (48, 24))):
         r = reports[key]
         cut = r["truncation"]["documents"]
-        lines += [f"   limit {cut['max_length']} tokens: {cut['over']} of {cut['texts']} documents over it, "
-                  f"{cut['cut_share']:.1%} of their tokens cut ({cut['cut_share_all']:.1%} of all tokens)",
+        lines += [f"   limit {cut['max_length']} tokens: {cut['over']} of {cut['texts']} documents over it,",
+                  f"     {cut['cut_share']:.1%} of their tokens cut ({cut['cut_share_all']:.1%} of all tokens)",
                   f"     windows of {tokens} tokens every {stride}: whole {r['systems']['dense']['mrr@10']:.3f}, "
                   f"max {r['systems']['dense/max']['mrr@10']:.3f}, mean {r['systems']['dense/mean']['mrr@10']:.3f}",
                   f"     max - whole  {interval(r, 'dense/max - dense')}",
