@@ -416,20 +416,26 @@ _COMPILE_CACHES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 
 @contextlib.contextmanager
 def _compile_caches_inside():
-    """torch's compile caches in a scratch folder of this command, removed when it ends (a cache
-    folder the user chose, by setting its variable, is kept as it is)."""
+    """torch's compile caches in a folder of this command's own, removed when it ends (a cache folder
+    the user chose, by setting its variable, is kept as it is). The folder is only named here: torch
+    makes it if it compiles, so a run killed before that leaves nothing behind."""
+    import shutil
+    import tempfile
+    import uuid
+
     chosen = [name for name in _COMPILE_CACHES if name not in os.environ]
     if not chosen:
         yield
         return
-    with files.temporary_folder("labs-caches-") as scratch:
+    scratch = Path(tempfile.gettempdir()) / f"labs-caches-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    for name in chosen:
+        os.environ[name] = str(scratch / name.lower())
+    try:
+        yield
+    finally:
         for name in chosen:
-            os.environ[name] = str(scratch / name.lower())
-        try:
-            yield
-        finally:
-            for name in chosen:
-                os.environ.pop(name, None)
+            os.environ.pop(name, None)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def cmd_search(args) -> int:
@@ -450,16 +456,25 @@ def cmd_search(args) -> int:
 
         done = search_file(args.run, args.queries, args.out, k=args.k, device=args.device, where=args.where,
                            ranking=ranking, batch_size=args.batch_size)
+        _done()  # written whole: a signal now changes nothing
         print(f"wrote {done['queries']} result lines to {_shown(args.out)}")
         return 0
     from labs.retrieval.index import search
 
     hits = search(args.run, args.query, args.k, args.device, where=args.where, ranking=ranking)
+    _done()  # the result exists: a signal while it is printed changes nothing
     if not hits:
         print(f"no document passes --where {' '.join(map(_shown, args.where))}")
     for rank, (doc_id, score) in enumerate(hits, start=1):
         print(f"{rank:>2}. {score:.3f}  {_shown(doc_id)}")
     return 0
+
+
+def _done() -> None:
+    """The command's work is done (its result exists, its files are written): Ctrl-C, SIGTERM and the
+    other stop signals are ignored from here on, so the exit status says the work was done."""
+    for signum in files.stop_signals():
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def cmd_evaluate(args) -> int:
@@ -470,6 +485,7 @@ def cmd_evaluate(args) -> int:
     validate.device("--device", args.device)
     report = evaluate_all(args.run, args.data, args.split, args.device, args.batch_size,
                           _ranking(args, hybrid_only=False))
+    _done()  # scored and recorded: a signal while the result is printed changes nothing
     print(_systems_table(report["systems"]))
     print(_differences(report["differences"]))
     print(f"saved: the rankings of {report['ranking']} ({args.split}_rankings.json)")
