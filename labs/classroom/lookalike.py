@@ -24,7 +24,7 @@ import importlib.resources
 from collections.abc import Mapping
 from pathlib import Path
 
-from labs.classroom.results import _load
+from labs.classroom.results import load_record
 
 __all__ = ["PARTS", "ARMS", "lookalike_path", "load_lookalike", "lookalike_table", "lookalike_glue"]
 
@@ -50,7 +50,7 @@ def lookalike_path() -> Path:
 def load_lookalike(path: str | Path | None = None) -> dict:
     """The look-alike experiment's results; ValueError naming the file if missing, of another schema or
     incomplete."""
-    return _load("results", lookalike_path() if path is None else Path(path), "look-alike experiment", SCHEMA,
+    return load_record("results", lookalike_path() if path is None else Path(path), "look-alike experiment", SCHEMA,
                  _KEYS, _REGENERATE)
 
 

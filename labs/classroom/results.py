@@ -98,11 +98,11 @@ def results_path() -> Path:
 def load_results(path: str | Path | None = None) -> dict:
     """The experiment's results as a dict; ValueError naming the file if it is missing, of another
     schema, or incomplete."""
-    return _load("results", results_path() if path is None else Path(path), "docs experiment", SCHEMA, _KEYS,
+    return load_record("results", results_path() if path is None else Path(path), "docs experiment", SCHEMA, _KEYS,
                  _REGENERATE)
 
 
-def _load(noun: str, path: Path, of: str, schema: int, keys: tuple[str, ...], again: str) -> dict:
+def load_record(noun: str, path: Path, of: str, schema: int, keys: tuple[str, ...], again: str) -> dict:
     """A results file as a dict; ValueError naming it (and how to make it ``again``) if it is missing,
     of another schema, or lacks one of ``keys``."""
     if not path.is_file():
@@ -316,7 +316,7 @@ def load_ranks(path: str | Path | None = None) -> dict:
     missing, of another schema, incomplete, or its lists do not line up with its queries."""
     path = ranks_path() if path is None else Path(path)
     again = "regenerate it with: nice -n 5 python benchmarks/docs_ranks.py"
-    ranks = _load("ranks", path, "docs ranks", RANKS_SCHEMA, _RANKS_KEYS, again)
+    ranks = load_record("ranks", path, "docs ranks", RANKS_SCHEMA, _RANKS_KEYS, again)
     n = len(ranks["test_query_ids"])
     for system in SYSTEMS:
         row = ranks["ranks"].get(system)

@@ -345,7 +345,8 @@ def _with_model(model_name: str, data, split: str, rows: dict) -> tuple[dict, di
     from labs.retrieval.hybrid import rrf
     from labs.retrieval.index import KS, encode_queries, encode_texts
     from labs.retrieval.instruction import instruction_of
-    from labs.retrieval.metrics import (bm25_scores, paired_interval, per_query, rank_documents,
+    from labs.retrieval.intervals import paired_interval, per_query
+    from labs.retrieval.metrics import (bm25_scores, rank_documents,
                                         retrieval_metrics)
     from labs.retrieval.models import load_encoder
 

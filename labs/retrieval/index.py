@@ -308,7 +308,7 @@ DIFFERENCES = (("hybrid", "dense"), ("hybrid", "bm25"), ("dense", "bm25"), ("den
 def score_split(loaded: Loaded, data: RetrievalData, split: str, batch_size: int,
                  ranking: Ranking) -> tuple[dict, dict]:
     """(the {split}_metrics.json content, the chosen ranking's top 10 per query) for one split."""
-    from labs.retrieval.metrics import paired_interval, per_query
+    from labs.retrieval.intervals import paired_interval, per_query
 
     queries = data.split_queries(split)
     ids = [x["query_id"] for x in queries]

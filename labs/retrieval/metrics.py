@@ -25,8 +25,7 @@ sentence-transformers' ``InformationRetrievalEvaluator``, so results never depen
 on the sort algorithm. Relations: the three metrics equal that evaluator's
 ``recall@k``, ``mrr@k`` and ``ndcg@k`` (tested); `tfidf_scores` is scikit-learn's
 ``TfidfVectorizer`` with unigrams and bigrams; `bm25_scores` is the ``bm25s``
-package. `per_query` keeps one value per query and `paired_interval` bootstraps the mean
-difference of two systems on the same queries. Lesson: ``notebooks/07_finetuning.ipynb``.
+package. Lesson: ``notebooks/07_finetuning.ipynb``.
 """
 
 from __future__ import annotations
@@ -47,8 +46,6 @@ __all__ = [
     "tfidf_scores",
     "bm25_scores",
     "baseline_rankings",
-    "per_query",
-    "paired_interval",
 ]
 
 
@@ -210,33 +207,3 @@ def _column(rows: Sequence[dict], name: str, field: str) -> list[str]:
             raise ValueError(f"{name}[{i}] needs a string field {field!r}, got {row!r:.80}")
         out.append(value)
     return out
-
-
-def per_query(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]], metric: str,
-              k: int) -> np.ndarray:
-    """One value per query of qrels (in its order): ``metric`` in {"recall", "mrr", "ndcg"} at ``k``
-    for that query alone; their mean is the metric of `retrieval_metrics`."""
-    score = {"recall": recall_at_k, "mrr": mrr_at_k, "ndcg": ndcg_at_k}
-    if metric not in score:
-        raise ValueError(f"metric must be one of {sorted(score)}, got {metric!r}")
-    _check(rankings, qrels, k)
-    return np.array([score[metric]({q: rankings[q]}, {q: rel}, k) for q, rel in qrels.items()])
-
-
-def paired_interval(a: Sequence[float], b: Sequence[float], *, level: float = 0.95, n: int = 2000,
-                    seed: int = 0) -> tuple[float, float, float]:
-    """(mean of a - b, low, high): a paired percentile bootstrap interval of the mean difference of
-    two systems' per-query values on the same queries (``n`` resamples of the queries, drawn with
-    ``seed``). An interval that excludes 0 says the difference is more than the luck of which queries
-    were asked."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1 or len(a) < 2:
-        raise ValueError(f"a and b need one value per query each, the same queries, at least two; got shapes "
-                         f"{a.shape} and {b.shape}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be between 0 and 1, got {level!r}")
-    diff = a - b
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), size=(n, len(diff)))].mean(axis=1)
-    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return float(diff.mean()), float(low), float(high)

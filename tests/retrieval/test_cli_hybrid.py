@@ -11,7 +11,8 @@ import pytest
 
 from labs.retrieval import cli as cli_module
 from labs.retrieval import hybrid, index
-from labs.retrieval.metrics import paired_interval, per_query, retrieval_metrics
+from labs.retrieval.intervals import paired_interval, per_query
+from labs.retrieval.metrics import retrieval_metrics
 from tests.retrieval.conftest import cli, one_line
 from tests.retrieval.fielded import fielded_data, fielded_run, fresh_run  # noqa: F401
 
