@@ -124,8 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help, description=description, formatter_class=fmt, parents=[common])
 
     s = command("make-data", "write the help-desk fixture", "Write the help-desk wiring fixture: 60 articles for "
-                "10 fictional products, 3 questions each, products split 6/2/2 into train/val/test. Your own data "
-                "uses the same three files.")
+                "10 fictional products, 3 questions each, products split 6/2/2 into train/val/test. Training and "
+                "validation questions share three templates per kind; the test products' questions come from "
+                "three other templates, worded apart, so the test is read once on wordings no choice saw. Your "
+                "own data uses the same three files.")
     s.add_argument("--out", required=True, help="new (or empty) folder for the three JSONL files")
     s.add_argument("--from-docs", action="store_true",
                    help="instead of the fixture, build a data set from the docstrings of installed libraries "
