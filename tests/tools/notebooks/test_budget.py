@@ -1,4 +1,4 @@
-"""make budget's table (tools/budget.py): the parts' times from bash's time lines, each notebook's from
+"""make budget's table (tools/notebooks/budget.py): the parts' times from bash's time lines, each notebook's from
 pytest's JUnit report, written between the markers of tests/README.md and nowhere else."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tools import budget
+from tools.notebooks import budget
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 LOG = """\
 make[1]: Nothing to be done for 'setup'.

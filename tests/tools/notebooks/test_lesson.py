@@ -1,4 +1,4 @@
-"""make lesson (tools/lesson.py): a new lesson that keeps the mechanical rules of README.md's "Writing a
+"""make lesson (tools/notebooks/lesson.py): a new lesson that keeps the mechanical rules of README.md's "Writing a
 lesson" before a word of it is written: the lesson rules of tests/notebooks/test_rules.py, the install
 cell, its _toc.yml line in course order, and no spread to measure (it prints no number)."""
 
@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.notebooks import test_rules as rules
-from tools import install_cell, lesson, spread
+from tools.notebooks import install_cell, lesson
+from tools.outputs import spread
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -54,7 +55,7 @@ def test_a_bad_or_taken_name_is_refused_and_nothing_is_written(course, name, mes
 
 @pytest.mark.e2e  # a kernel
 def test_a_scaffolded_lesson_runs_cleanly_and_prints_no_number(course):
-    from tools.execute import execute
+    from tools.notebooks.execute import execute
 
     path = lesson.scaffold("retrieval_eval", root=course)
     execute(path)

@@ -1,6 +1,6 @@
 """Write the budget table of tests/README.md from a measured `make test`: `make budget`.
 
-    python -m tools.budget LOG JUNIT_XML README
+    python -m tools.notebooks.budget LOG JUNIT_XML README
 
 LOG is what `make test` printed: every part ends with a line from bash's ``time``
 (``time unit: 101.2 s wall, 95.1 s user, 3.2 s system``, the Makefile's TIME). JUNIT_XML is
@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-BEGIN, END = "<!-- budget: written by make budget (tools/budget.py), not by hand -->", "<!-- /budget -->"
+BEGIN, END = "<!-- budget: written by make budget (tools/notebooks/budget.py), not by hand -->", "<!-- /budget -->"
 LINE = re.compile(r"^time (?P<part>[\w.-]+): (?P<wall>[\d.]+) s wall, (?P<user>[\d.]+) s user, "
                   r"(?P<system>[\d.]+) s system$", re.MULTILINE)
 BUDGETS = {"test": 600, "notebook": 60}  # seconds: make test on a 2-core machine; a notebook under nbval

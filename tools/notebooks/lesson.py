@@ -1,15 +1,15 @@
 """A new lesson that already keeps the mechanical rules: `make lesson NAME=retrieval_eval`.
 
-    python -m tools.lesson NAME [--title "A title"] [--no-run]
+    python -m tools.notebooks.lesson NAME [--title "A title"] [--no-run]
 
 Writes notebooks/NN_NAME.ipynb (NN one past the last lesson): the title cell with the promise,
 the time estimate, the learning goals and what to know first (the previous lesson, by link); the
-install cell (tools/install_cell.py, tagged remove-cell); the setup cell (``glue = setup(0)``);
+install cell (tools/notebooks/install_cell.py, tagged remove-cell); the setup cell (``glue = setup(0)``);
 then the sections in the course's order, each holding a line that says what goes there, the
 "Reading it" after a figure, "In 20 seconds", a self-test with its answers in ``<details>``
 and "Next". It adds the lesson's line to _toc.yml after the last lesson, and runs the notebook
-once (tools/execute.py) so that every code cell has its stored output. It prints no number, so
-it needs no measured spread until it does (tests/tools/test_spread.py then names the `make spread`
+once (tools/notebooks/execute.py) so that every code cell has its stored output. It prints no number, so
+it needs no measured spread until it does (tests/tools/outputs/test_spread.py then names the `make spread`
 to run). What is left is the lesson itself: README.md, "Writing a lesson", says what each part
 holds and which test holds it. A name already taken, or one that is not lower_case words, is
 refused and nothing is written.
@@ -25,9 +25,9 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from tools.install_cell import TAGS, cell_text
+from tools.notebooks.install_cell import TAGS, cell_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 KERNEL = {"display_name": "Python 3 (course)", "language": "python", "name": "python3"}
 
@@ -95,7 +95,7 @@ def scaffold(name: str, title: str | None = None, root: Path = ROOT) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.lesson", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.notebooks.lesson", description=__doc__.split("\n\n")[0])
     parser.add_argument("name", metavar="NAME", help="the lesson's name: lower-case words joined by '_'")
     parser.add_argument("--title", help="its title (default: from the name)")
     parser.add_argument("--no-run", action="store_true", help="write it without running it")
@@ -103,11 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     path = scaffold(args.name, args.title)
     print(f"{path.relative_to(ROOT)}: written, and listed in _toc.yml")
     if not args.no_run:
-        from tools.execute import main as execute
+        from tools.notebooks.execute import main as execute
 
         if execute([str(path)]):
             return 1
-    print("Next: fill in the sections (README.md, \"Writing a lesson\"), then python -m tools.execute "
+    print("Next: fill in the sections (README.md, \"Writing a lesson\"), then python -m tools.notebooks.execute "
           f"{path.relative_to(ROOT)} and make test")
     return 0
 
