@@ -77,7 +77,7 @@ help:
 	@echo "make colab-twin  every notebook on a twin of Colab's runtime (Python 3.13, ipywidgets 7, Colab's versions in"
 	@echo "              tools/platforms/colab_runtime.txt), installed by its first cell, every slider moved through the kernel"
 	@echo "make budget   make test, then its measured times into tests/README.md's budget table"
-	@echo "make lesson NAME=retrieval_eval  a new lesson that keeps the mechanical rules (notebook, _toc.yml line)"
+	@echo "make lesson NAME=retrieval_eval  a new lesson that keeps the mechanical rules (notebook, _toc.yml line, exercises, CASES row)"
 
 # ---- set-up --------------------------------------------------------------
 python:

@@ -4,11 +4,15 @@
 
 Writes notebooks/NN_NAME.ipynb (NN one past the last lesson): the title cell with the promise,
 the time estimate, the learning goals and what to know first (the previous lesson, by link); the
-install cell (tools/notebooks/install_cell.py, tagged remove-cell); the setup cell (``glue = setup(0)``);
-then the sections in the course's order, each holding a line that says what goes there, the
-"Reading it" after a figure, "In 20 seconds", a self-test with its answers in ``<details>``
-and "Next". It adds the lesson's line to _toc.yml after the last lesson, and runs the notebook
-once (tools/notebooks/execute.py) so that every code cell has its stored output. It prints no number, so
+install cell (tools/notebooks/install_cell.py, tagged remove-cell); the setup cell (``glue = setup(0)``
+and the lesson's answer check); then the sections in the course's order, each holding a line that
+says what goes there, the "Reading it" after a figure, a practice exercise (the prose naming what to
+fill in, the cell calling its check with its output hidden, the worked solution folded), "In 20
+seconds", a self-test with its answers in ``<details>`` and "Next". Beside it: the lesson's answer
+checks, labs/classroom/exercises/NAME.py (one check, ``check_NAME``, to rewrite), and that check's
+row in the CASES of tests/classroom/test_exercises.py (a right answer, a wrong one, and what the
+wrong one's hint must not show). It adds the lesson's line to _toc.yml after the last lesson, and
+runs the notebook once (tools/notebooks/execute.py) so that every code cell has its stored output. It prints no number, so
 it needs no measured spread until it does (tests/tools/outputs/test_spread.py then names the `make spread`
 to run). What is left is the lesson itself: README.md, "Writing a lesson", says what each part
 holds and which test holds it. A name already taken, or one that is not lower_case words, is
@@ -33,9 +37,53 @@ KERNEL = {"display_name": "Python 3 (course)", "language": "python", "name": "py
 
 SETUP = """\
 # Setup: the imports, then setup(): seeds, threads, figures, glue.
+from labs.classroom.exercises.{name} import check_{name}
 from labs.classroom.setup import setup
 
 glue = setup(0)  # hands numbers to the book"""
+
+#: The practice exercise: the prose names what to fill in, the cell calls the check with its output
+#: hidden (the static book would show "Not answered yet"), the worked solution comes folded after it.
+PRACTICE = [
+    "## Practice\n\nWrite here the exercise. Put your answer in `answer` below (a number), then run the cell.",
+    "answer = None  # replace with a number\ncheck_{name}(answer)",
+    "<details>\n<summary>Worked solution</summary>\n\nWrite here the worked solution, step by step.\n\n</details>",
+]
+
+EXERCISES = '''"""Answer checks of the {title} lesson: write here what each exercise asks.
+
+Each check takes the reader's answer, prints "Right: ..." or a hint that says how the answer is
+wrong (never the answer), and returns True or False.
+"""
+
+from __future__ import annotations
+
+import math
+
+from labs.classroom.answers import grade_number, number_answer
+
+__all__ = ["SIDES", "check_{name}"]
+
+#: Write here the exercise's givens: the check computes the answer from them (this one: the length
+#: of the vector SIDES).
+SIDES = (3.0, 4.0)
+
+
+def check_{name}(answer: object) -> bool:
+    """Exercise: write here what the reader works out (this one: the length of the vector SIDES)."""
+    value = number_answer(answer, "Not answered yet: fill in a number.", "Give a number, not {{answer!r}}.")
+    if value is None:
+        return False
+    return grade_number(
+        value, math.hypot(*SIDES), "Right: write here why it is right.",
+        {{sum(SIDES): "Close: that is the sum of the sides; write here the hint for this mistake."}},
+        "Not yet: write here a hint that does not give the answer away.", tol=1e-6)
+'''
+
+#: The check's row in tests/classroom/test_exercises.py's CASES: the right answer, a wrong one, and
+#: what the wrong one's hint must not show.
+CASE = '    "check_{name}": (lambda: 5.0, 7.0, "5.0"),\n'
+CASES = Path("tests") / "classroom" / "test_exercises.py"
 
 SECTIONS = [
     "## The everyday picture\n\nWrite here a picture from everyday life that the idea explains, before any formula.",
@@ -44,12 +92,13 @@ SECTIONS = [
     "## The code\n\nThe by-hand code comes first, then the `labs` call, then a cell showing that they agree.",
     "**Reading it:** after each figure, write here what the reader should see in it.",
     "## Why it matters\n\nWrite here where the idea shows up in a real embedding model.",
-    "## Practice\n\nWrite here the slider exercise, the answer checks and the break-it exercise, each\n"
-    "followed by its worked solution.",
     "## In 20 seconds\n\nWrite here the lesson in three sentences.",
     "## Self-test\n\n1. Write here a question the lesson answers.\n\n<details>\n<summary>Answers</summary>\n\n"
     "1. Write here its answer.\n\n</details>",
 ]
+
+
+PRACTICE_AT = next(i for i, section in enumerate(SECTIONS) if section.startswith("## In 20 seconds"))
 
 
 def lessons(root: Path) -> list[Path]:
@@ -66,13 +115,17 @@ def title_cell(title: str, previous: Path | None) -> str:
 
 
 def scaffold(name: str, title: str | None = None, root: Path = ROOT) -> Path:
-    """Write the lesson's notebook and its _toc.yml line; return the notebook's path."""
+    """Write the lesson's notebook, its _toc.yml line, its exercises module and its CASES row; return
+    the notebook's path. Everything is checked before anything is written."""
     if not NAME.fullmatch(name):
         raise SystemExit(f"NAME={name!r}: lower-case words joined by '_' (retrieval_eval), no number")
     existing = lessons(root)
     taken = [p for p in existing if p.stem[3:] == name]
     if taken:
         raise SystemExit(f"NAME={name}: {taken[0].relative_to(root)} exists already")
+    checks = root / "labs" / "classroom" / "exercises" / f"{name}.py"
+    if checks.exists():
+        raise SystemExit(f"NAME={name}: {checks.relative_to(root)} exists already")
     number = int(existing[-1].name[:2]) + 1 if existing else 1
     path = root / "notebooks" / f"{number:02d}_{name}.ipynb"
     toc = root / "_toc.yml"
@@ -80,17 +133,29 @@ def scaffold(name: str, title: str | None = None, root: Path = ROOT) -> Path:
     last = list(re.finditer(r"^(\s*- file: notebooks/)\S+\n", text, re.M))
     if not last:
         raise SystemExit(f"{toc}: no '- file: notebooks/...' line to put the lesson after")
+    cases = (root / CASES).read_text(encoding="utf-8")
+    end = re.search(r"^CASES = \{\n.*?^\}\n", cases, re.M | re.S)
+    if not end:
+        raise SystemExit(f"{CASES}: no 'CASES = {{' ... '}}' to add the check's row to")
+    title = title or name.replace("_", " ").capitalize()
     line = f"{last[-1].group(1)}{path.stem}\n"
+    practice, attempt, solution = (cell.format(name=name) for cell in PRACTICE)
     nb = new_notebook(cells=[
-        new_markdown_cell(title_cell(title or name.replace("_", " ").capitalize(), existing[-1] if existing else None)),
+        new_markdown_cell(title_cell(title, existing[-1] if existing else None)),
         new_code_cell(cell_text(), metadata={"tags": list(TAGS)}),
-        new_code_cell(SETUP, metadata={"tags": ["hide-input"],
-                                       "mystnb": {"code_prompt_show": "Show the setup code (imports, setup())"}}),
-        *(new_markdown_cell(section) for section in SECTIONS),
+        new_code_cell(SETUP.format(name=name), metadata={
+            "tags": ["hide-input"], "mystnb": {"code_prompt_show": "Show the setup code (imports, setup())"}}),
+        *(new_markdown_cell(section) for section in SECTIONS[:PRACTICE_AT]),
+        new_markdown_cell(practice), new_code_cell(attempt, metadata={"tags": ["remove-output"]}),
+        new_markdown_cell(solution),
+        *(new_markdown_cell(section) for section in SECTIONS[PRACTICE_AT:]),
         new_markdown_cell("## Next\n\nWrite here what the next lesson builds on this one."),
     ], metadata={"kernelspec": KERNEL, "language_info": {"name": "python"}})
     nbformat.write(nb, str(path))
     toc.write_text(text[:last[-1].end()] + line + text[last[-1].end():], encoding="utf-8")
+    checks.write_text(EXERCISES.format(name=name, title=title.lower()), encoding="utf-8")
+    at = end.end() - 2  # before the closing brace
+    (root / CASES).write_text(cases[:at] + CASE.format(name=name) + cases[at:], encoding="utf-8")
     return path
 
 
@@ -101,13 +166,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-run", action="store_true", help="write it without running it")
     args = parser.parse_args(argv)
     path = scaffold(args.name, args.title)
-    print(f"{path.relative_to(ROOT)}: written, and listed in _toc.yml")
+    print(f"{path.relative_to(ROOT)}: written, listed in _toc.yml; its check in "
+          f"labs/classroom/exercises/{args.name}.py, with its row in {CASES}")
     if not args.no_run:
         from tools.notebooks.execute import main as execute
 
         if execute([str(path)]):
             return 1
-    print("Next: fill in the sections (README.md, \"Writing a lesson\"), then python -m tools.notebooks.execute "
+    print("Next: fill in the sections and rewrite the check (README.md, \"Writing a lesson\"), then "
+          "python -m tools.notebooks.execute "
           f"{path.relative_to(ROOT)} and make test")
     return 0
 
