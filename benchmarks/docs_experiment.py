@@ -15,7 +15,7 @@ pygments, tornado, hypothesis, mpmath). Validation (checkpoint choice only):
 numpy. Test: scikit-learn and networkx. Each split's queries search that
 split's documents only.
 
-Two starting points, one recipe:
+Two starting points, one recipe (the names are the glossary's and lesson 8's):
 
 ==========  ==================================================================
 minilm      all-MiniLM-L6-v2 as packaged: strong, already trained on about a
@@ -25,31 +25,41 @@ minilm      all-MiniLM-L6-v2 as packaged: strong, already trained on about a
             full fine-tune of 20 runs to a plateau does not fit 45 minutes of
             a 2-core CPU). Prior: a strong start gains little from any short
             fine-tune; the question is whether negatives change that.
-static      a weak start with room to learn: sentence-transformers'
+static      a weak start far from done: sentence-transformers'
             ``StaticEmbedding`` (the mean of per-token vectors, no attention)
             initialised from MiniLM's own input token embeddings; every
-            token vector trains.
+            token vector trains. It starts below the BM25 baseline and stays
+            below it after training: not a retriever worth having, but a
+            start that asks whether negatives help a model far from done.
 ==========  ==================================================================
 
-Conditions (per start; for a given seed every trained condition walks the same
-pairs in the same order, and they differ only in the documents they name):
+Conditions (per start; for a given seed every trained condition draws its batches from the
+same shuffled order of the same pairs, and they differ in the documents each query is shown;
+the 2x batch takes two batches a step, so it gets through twice as many pairs):
 
 ==========  ==================================================================
 untouched   the start as it is, no training
 inbatch     InfoNCE / MultipleNegativesRankingLoss (scale 20), `BATCH` pairs
             a step: each query ranks its answer among the batch's answers
             (`BATCH` candidates)
-inbatch_2x  the compute-matched control: in-batch only, 2 x `BATCH` pairs a
-            step (each step is two consecutive ``inbatch`` batches), so each
-            query sees as many candidates as with a mined negative per pair
+inbatch_2x  the 2x batch, a candidates-matched control: in-batch only,
+            2 x `BATCH` pairs a step (each step is two consecutive
+            ``inbatch`` batches), so each query ranks its answer among as
+            many candidates as with a mined negative per pair. It matches
+            candidates per query only, not compute or pairs: it encodes
+            4 x `BATCH` texts a step against the mined arms' 3 x `BATCH`,
+            and sees twice their positive pairs. No arm here is a
+            compute-matched control. The pair-matched comparison is a mined
+            arm against ``inbatch`` (the same pairs, order and steps).
 hn_top1     `BATCH` pairs + one mined negative each (2 x `BATCH` candidates):
             the untouched MiniLM's top-ranked non-answer, unfiltered (the
             naive mining, kept to show the false-negative trap)
 hn_window   `BATCH` pairs + one mined negative each: one of the non-answers
             ranked 2-10, at random (fixed mining seed), among those scoring at
             most 0.95 x the answer's score (NV-Retriever's positive-aware
-            filter, `RELATIVE_MARGIN`); with none left, the first passing one
-            below rank 10
+            filter, `RELATIVE_MARGIN`, as (1 - margin) x score: for an answer
+            scoring below 0 that bound lies above the answer); with none
+            left, the first passing one below rank 10
 ==========  ==================================================================
 
 Negatives are mined once, by the untouched MiniLM over the training documents,
@@ -65,17 +75,35 @@ steps (the learning curves); the checkpoint with the best validation MRR@10
 (step 0, the untouched start, included; ties to the earlier step) is tested.
 All metrics are the course's numpy metrics (`labs.retrieval.metrics`).
 
-Test: MRR@10, Recall@1, Recall@10, nDCG@10 over all test queries, and over the
-look-alike exam: the test queries whose best-ranked wrong document under the
-untouched MiniLM is a near-twin of the answer (`near_twin`: the same name in
-another module, or same-module siblings whose names share their first or last
-word, or one's words within the other's). The exam is chosen without looking at
-where the answer ranks, so the untouched row is a fair baseline on it.
+Test: MRR@10, Recall@1, Recall@10, nDCG@10 over three sets of test queries (`SUBSETS`):
+
+==========  ==================================================================
+overall     all test queries
+twins       the near-twin subset: the test queries whose best-ranked wrong
+            document under the untouched MiniLM is a near-twin of the answer
+            by name (`near_twin`: the same name in another module, or
+            same-module siblings whose names share their first or last word,
+            or one's words within the other's). Chosen without looking at
+            where the answer ranks; it turned out easier than the full test
+            for every system.
+hard        the look-alike exam (the glossary's): the test queries on which
+            the untouched MiniLM ranks some wrong document above the answer.
+            The untouched MiniLM's own mistakes choose it, so its score there
+            is pushed down by the choice (its Recall@1 is 0); every other
+            system, and every trained arm against another, is compared fairly.
+==========  ==================================================================
+
 Intervals are 95% percentile bootstraps that resample test queries and seeds
 together; a difference between two conditions pairs the same queries and the
 same seeds (seed s of each: the same batches).
 
-The hand audit (``benchmarks/results/mining_audit.jsonl``): the same
+Per test query, the rank of its one answer (1 = first) under every system is
+written beside the results (``docs_ranks.json``): the untouched MiniLM and
+static starts, BM25, TF-IDF, and every trained run (start, condition, seed).
+The file records each system's MRR@10 and Recall@1 computed from those ranks
+beside the results' own values (the two agree: a test holds them together).
+
+The hand audit (``benchmarks/results/mining_audit.jsonl``, the one input a person wrote): the same
 `AUDIT_SIZE` training pairs (drawn with `AUDIT_SEED`) under each mining setting;
 a person read each query, its answer and the mined document and labelled it
 "wrong answer", "also right" or "unclear" with a one-line reason. The
@@ -85,8 +113,10 @@ document): rows that no longer match are counted as ``stale``.
 
     nice -n 10 python benchmarks/docs_experiment.py                      # the full run (see run_time_s)
     python benchmarks/docs_experiment.py --quick --out /tmp/r.json        # every condition, 2 steps, tiny
+                                                                          # (and /tmp/docs_ranks.json)
     python benchmarks/docs_experiment.py --audit-sheet /tmp/sheet.jsonl   # write the rows to label, stop
 
+Both files are written into the package (``labs/classroom/experiment/``), which ships them.
 The results record the library versions, the git commit, the SHA-256 of the
 code files that shape the numbers (`CODE_FILES`) and of the audit file, and the
 run's wall and CPU time with the machine's load average.
@@ -123,7 +153,8 @@ from labs.retrieval.metrics import baseline_rankings, mrr_at_k, ndcg_at_k, rank_
 from labs.retrieval.models import load_minilm
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "docs_experiment.json"
+RESULTS = ROOT / "labs" / "classroom" / "experiment" / "docs_experiment.json"   # shipped in the package
+RANKS_NAME = "docs_ranks.json"             # written beside the results file
 AUDIT_FILE = ROOT / "benchmarks" / "results" / "mining_audit.jsonl"
 CODE_FILES = ("benchmarks/docs_experiment.py", "labs/retrieval/docs_corpus.py", "labs/retrieval/metrics.py")
 PACKAGES = ("numpy", "scipy", "scikit-learn", "torch", "transformers", "sentence-transformers", "tokenizers",
@@ -136,11 +167,12 @@ SPLITS = {**{lib: "train" for lib in ("scipy", "torch", "sympy", "matplotlib", "
 METRICS = ("mrr@10", "recall@1", "recall@10", "ndcg@10")
 STARTS = ("minilm", "static")
 CONDITIONS = ("inbatch", "inbatch_2x", "hn_top1", "hn_window")
-SUBSETS = ("overall", "lookalike")
+SUBSETS = ("overall", "twins", "hard")
 COMPARISONS = (("inbatch", "untouched"), ("hn_window", "inbatch"), ("hn_window", "inbatch_2x"),
                ("inbatch_2x", "inbatch"), ("hn_top1", "inbatch"), ("hn_window", "hn_top1"))
 LABELS = ("wrong answer", "also right", "unclear")
 
+RANKS_SCHEMA = 2
 BATCH = 32                 # pairs per step (inbatch_2x: twice as many)
 SCALE = 20.0               # 1 / temperature (sentence-transformers' default)
 WARMUP = 5                 # steps of linear warm-up, then a constant learning rate
@@ -372,9 +404,38 @@ def rankings_of(q: np.ndarray, d: np.ndarray, view: dict, k: int | None = 10) ->
     return rank_documents(q @ d.T, view["doc_ids"], view["query_ids"], k=k)
 
 
-def evaluate(start, view: dict) -> dict[str, np.ndarray]:
+def evaluate(start, view: dict, with_ranks: bool = False):
+    """Each metric per query (`per_query`); with ``with_ranks``, also each query's answer rank
+    (`answer_ranks`, from the same full ranking): ``(metrics, ranks)``."""
     q, d = embed(start, view["query_texts"]), embed(start, view["doc_texts"])
-    return per_query(rankings_of(q, d, view), view["qrels"])
+    ranked = rankings_of(q, d, view, k=None if with_ranks else 10)
+    values = per_query(ranked, view["qrels"])
+    return (values, answer_ranks(ranked, view["qrels"], view["query_ids"])) if with_ranks else values
+
+
+def answer_ranks(rankings: dict[str, list[str]], qrels: dict[str, set[str]], query_ids: list[str]) -> list[int]:
+    """Per query (in ``query_ids`` order), the 1-based rank of its one answer in its full ranking."""
+    out = []
+    for qid in query_ids:
+        (answer,) = qrels[qid]
+        out.append(rankings[qid].index(answer) + 1)
+    return out
+
+
+def from_ranks(ranks: list[int]) -> dict[str, float]:
+    """MRR@10 and Recall@1 of one system from its answers' ranks (one answer per query)."""
+    r = np.asarray(ranks)
+    return {"mrr@10": round(float(np.where(r <= 10, 1.0 / r, 0.0).mean()), 4),
+            "recall@1": round(float(np.mean(r == 1)), 4)}
+
+
+def compact_json(data: dict) -> str:
+    """JSON with one key a line, but every list of whole numbers on one line (the ranks file)."""
+    import re
+
+    text = json.dumps(data, indent=1)
+    return re.sub(r"\[\s*(-?\d+(?:,\s*-?\d+)*)\s*\]",
+                  lambda m: "[" + ",".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
 
 
 # ---- mining -------------------------------------------------------------------------------------
@@ -536,8 +597,9 @@ def view_of(data, split: str, max_queries: int | None) -> dict:
             "qrels": {q["query_id"]: set(q["relevant_doc_ids"]) for q in queries}}
 
 
-def lookalike_exam(q: np.ndarray, d: np.ndarray, view: dict) -> dict:
-    """The test queries whose best-ranked wrong document (untouched MiniLM) is a near-twin of the answer."""
+def twins_subset(q: np.ndarray, d: np.ndarray, view: dict) -> dict:
+    """The near-twin subset: the test queries whose best-ranked wrong document (untouched MiniLM) is a
+    near-twin of the answer by name."""
     ranked = rankings_of(q, d, view, k=None)
     by_id = {doc["doc_id"]: doc for doc in view["docs"]}
     chosen, examples, top1_twin = [], [], 0
@@ -595,12 +657,18 @@ def run(args) -> dict:
     minilm.prepare(val["query_texts"] + val["doc_texts"] + test["query_texts"] + test["doc_texts"])
     say(f"MiniLM's frozen layers ran once over {len(minilm.lower)} texts; negatives mined")
 
-    # The look-alike exam, fixed once by the untouched MiniLM.
-    exam = lookalike_exam(minilm.untouched(test["query_texts"]), minilm.untouched(test["doc_texts"]), test)
+    # The near-twin subset and the look-alike exam, each fixed once by the untouched MiniLM.
+    q0, d0 = minilm.untouched(test["query_texts"]), minilm.untouched(test["doc_texts"])
+    exam = twins_subset(q0, d0, test)
+    first = answer_ranks(rankings_of(q0, d0, test, k=None), test["qrels"], test["query_ids"])
+    hard = {"query_ids": [q for q, r in zip(test["query_ids"], first) if r > 1],
+            "n": sum(r > 1 for r in first),
+            "rule": "the test queries on which the untouched MiniLM ranks some wrong document above the answer"}
     positions = {qid: i for i, qid in enumerate(test["query_ids"])}
     subsets = {"overall": np.arange(len(test["query_ids"])),
-               "lookalike": np.array([positions[q] for q in exam["query_ids"]], dtype=int)}
-    say(f"look-alike exam: {exam['n']} of {len(test['query_ids'])} test queries")
+               "twins": np.array([positions[q] for q in exam["query_ids"]], dtype=int),
+               "hard": np.array([positions[q] for q in hard["query_ids"]], dtype=int)}
+    say(f"near-twin subset: {exam['n']}, look-alike exam: {hard['n']} of {len(test['query_ids'])} test queries")
 
     train = {"queries": [p["query"] for p in pairs], "positives": [p["_index"] for p in pairs],
              "doc_texts": [d["text"] for d in train_docs],
@@ -613,12 +681,15 @@ def run(args) -> dict:
                          for m in METRICS} if len(rows) else None
                 for subset, rows in subsets.items()}
 
-    baselines = {}
+    baselines, ranks, trained_ranks, check = {}, {}, {}, {}
     for method in ("tfidf", "bm25"):
-        values = per_query(baseline_rankings(method, test["docs"], [{"query_id": q, "text": t} for q, t in
-                                                                    zip(test["query_ids"], test["query_texts"])]),
-                           test["qrels"])
+        ranked = baseline_rankings(method, test["docs"], [{"query_id": q, "text": t} for q, t in
+                                                          zip(test["query_ids"], test["query_texts"])])
+        values = per_query(ranked, test["qrels"])
         baselines[method] = cells({m: v[None] for m, v in values.items()})
+        ranks[method] = answer_ranks(ranked, test["qrels"], test["query_ids"])
+        check[method] = {**from_ranks(ranks[method]), "stored": {m: baselines[method]["overall"][m]["mean"]
+                                                                 for m in ("mrr@10", "recall@1")}}
 
     out_starts = {}
     for start_name in STARTS:
@@ -626,18 +697,25 @@ def run(args) -> dict:
         settings = {"batch": args.batch, "lr": args.lr[start_name], "steps": args.steps[start_name],
                     "eval_every": args.eval_every[start_name], "warmup": min(WARMUP, args.steps[start_name])}
         start.restore(None)
-        untouched_test = evaluate(start, test)
+        untouched_test, ranks[start_name] = evaluate(start, test, with_ranks=True)
         untouched_val = evaluate(start, val)
+        check[start_name] = {**from_ranks(ranks[start_name]),
+                             "stored": {m: round(float(untouched_test[m].mean()), 4) for m in ("mrr@10", "recall@1")}}
+        trained_ranks[start_name] = {}
         val0 = {m: round(float(untouched_val[m].mean()), 4) for m in ("mrr@10", "recall@1")}
         per = {"untouched": {m: np.stack([untouched_test[m]] * len(seeds)) for m in METRICS}}
         conditions = {}
         for condition in CONDITIONS:
             per[condition] = {m: [] for m in METRICS}
-            runs = []
+            runs, trained_ranks[start_name][condition] = [], {}
             for seed in seeds:
                 t0 = time.perf_counter()
                 result = train_run(start, condition, seed, train, val, settings, val0)
-                values = evaluate(start, test)
+                values, run_ranks = evaluate(start, test, with_ranks=True)
+                trained_ranks[start_name][condition][str(seed)] = run_ranks
+                check[f"{start_name} {condition} {seed}"] = {
+                    **from_ranks(run_ranks),
+                    "stored": {m: round(float(values[m].mean()), 4) for m in ("mrr@10", "recall@1")}}
                 for m in METRICS:
                     per[condition][m].append(values[m])
                 runs.append(result)
@@ -673,34 +751,46 @@ def run(args) -> dict:
 
     wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
     results = {
-        "schema": 2,
+        "schema": 3,
         "command": COMMAND + (" --quick" if args.quick else ""),
         "quick": bool(args.quick),
         "question": "Do mined hard negatives help a contrastive fine-tune, beyond in-batch negatives, "
                     "when pairs, steps, candidates per query and checkpoint choice are the same?",
         "prior": "A strong start (MiniLM, trained on about a billion pairs with hard negatives) gains "
-                 "little from any short fine-tune; a weak start (static token embeddings) has room to learn.",
+                 "little from any short fine-tune; a weak start (static token embeddings, below BM25 "
+                 "before and after training) is far from done, so it asks whether negatives help a "
+                 "model that still has much to learn.",
         "design": {
             "starts": {s: out_starts[s]["description"] for s in STARTS},
             "conditions": {"untouched": "no training", "inbatch": f"in-batch negatives, {args.batch} pairs a step",
-                           "inbatch_2x": f"in-batch negatives, {2 * args.batch} pairs a step (compute-matched "
-                                         "control: as many candidates per query as hn_*)",
+                           "inbatch_2x": f"the 2x batch: in-batch negatives, {2 * args.batch} pairs a step; it "
+                                         "matches the mined arms' candidates per query only, not their compute "
+                                         f"({4 * args.batch} texts a step against {3 * args.batch}) or pairs "
+                                         "(twice theirs)",
                            "hn_top1": f"{args.batch} pairs + one mined negative each: {MINING['hn_top1']['description']}",
                            "hn_window": f"{args.batch} pairs + one mined negative each: "
                                         f"{MINING['hn_window']['description']}"},
             "selection": "checkpoint with the best validation MRR@10 (step 0 included, ties to the earlier step)",
             "intervals": "95% percentile bootstrap over test queries and seeds together; differences pair the "
                          "same queries and the same seeds",
-            "lookalike": "test queries whose best-ranked wrong document under the untouched MiniLM is a "
-                         "near-twin of the answer: the same name in another module, or the same module and names "
-                         "sharing their first or last word (or one's words inside the other's)"},
+            "subsets": {"overall": "all test queries",
+                        "twins": "the near-twin subset: test queries whose best-ranked wrong document under the "
+                                 "untouched MiniLM is a near-twin of the answer by name (the same name in another "
+                                 "module, or the same module and names sharing their first or last word, or one's "
+                                 "words inside the other's)",
+                        "hard": "the look-alike exam: test queries on which the untouched MiniLM ranks some wrong "
+                                "document above the answer (its own mistakes choose them, so its score there is "
+                                "pushed down by the choice)"},
+            "pairing": "for a given seed every trained condition draws its batches from the same shuffled order "
+                       "of the same pairs; the 2x batch takes two batches a step"},
         "data": {"splits": SPLITS, "counts": meta["counts"], "sha256": hashes,
                  "train_pairs": len(pairs), "pair_set_sha256": text_hash(pair_set),
                  "val_queries": len(val["query_ids"]), "val_documents": len(val["doc_ids"]),
                  "test_queries": len(test["query_ids"]), "test_documents": len(test["doc_ids"]),
                  "protocol": "each split's queries search that split's documents only",
                  "max_per_library": args.max_per_library, "max_queries": args.max_queries},
-        "lookalike": exam,
+        "twins": exam,
+        "hard": hard,
         "mining": {"model": "the untouched MiniLM (all layers), cosine of unit embeddings",
                    "pool": f"the {len(train_docs)} training documents", "settings": mining_stats, "audit": audit},
         "baselines": baselines,
@@ -719,8 +809,21 @@ def run(args) -> dict:
                     "load_average_end": [round(x, 2) for x in os.getloadavg()], "note": args.note},
         "run_time_s": round(wall), "cpu_time_s": round(cpu),
     }
+    ranks_file = {
+        "schema": RANKS_SCHEMA, "command": results["command"], "quick": bool(args.quick),
+        "what": "per test query, the 1-based rank of its one answer among the test split's documents",
+        "systems": {"minilm": "all-MiniLM-L6-v2 as packaged (the untouched MiniLM start)",
+                    "static": "the untouched static start (mean of MiniLM's input token vectors)",
+                    "bm25": "BM25 (labs.retrieval.metrics)", "tfidf": "TF-IDF (labs.retrieval.metrics)"},
+        "test_query_ids": test["query_ids"], "test_documents": len(test["doc_ids"]),
+        "ranks": ranks,
+        "trained": trained_ranks,
+        "check": check,
+        "data_sha256": hashes, "versions": results["versions"], "code": results["code"]}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    (Path(args.ranks_out) if args.ranks_out else out.with_name(RANKS_NAME)).write_text(
+        compact_json(ranks_file), encoding="utf-8")
     out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     return results
 
@@ -728,6 +831,7 @@ def run(args) -> dict:
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=str(RESULTS), help="results JSON file (overwritten)")
+    p.add_argument("--ranks-out", help=f"per-query ranks JSON file (default: {RANKS_NAME} beside --out)")
     p.add_argument("--audit", default=str(AUDIT_FILE), help="the hand-labelled audit of mined negatives")
     p.add_argument("--audit-sheet", help="write the rows to label to this file and stop")
     p.add_argument("--data", help="an existing docs data folder (default: build one in a temporary folder)")

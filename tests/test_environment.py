@@ -113,7 +113,7 @@ def test_every_package_folder_is_installed_and_the_results_ship_with_it():
     ships as package data (the lessons read it wherever the course is installed)."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     folders = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "labs").rglob("__init__.py")}
-    assert set(setuptools["packages"]) == folders | {"labs.classroom.experiment"}
-    assert setuptools["package-dir"] == {"labs.classroom.experiment": "benchmarks/results"}
+    assert set(setuptools["packages"]) == folders
+    assert "package-dir" not in setuptools                     # every package is its own folder
     for name in setuptools["package-data"]["labs.classroom.experiment"]:
-        assert (ROOT / "benchmarks" / "results" / name).is_file()
+        assert (ROOT / "labs" / "classroom" / "experiment" / name).is_file()

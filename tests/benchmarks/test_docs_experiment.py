@@ -1,7 +1,8 @@
 """benchmarks/docs_experiment.py: its parts, its quick mode end to end, and the committed results.
 
 The quick mode (``--quick``) runs every start and condition for two steps on a small slice of
-the data (about half a minute on two cores). The committed results file must come from the
+the data (about a minute on two idle cores). The committed results file and the per-query ranks
+written beside it (both in the package, ``labs/classroom/experiment/``) must come from the
 current code (SHA-256 of `CODE_FILES`), the pinned versions and the committed audit file.
 """
 
@@ -15,11 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from labs.classroom.results import load_results, results_summary
+from labs.classroom.results import SYSTEMS, load_ranks, load_results, results_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "docs_experiment.py"
-RESULTS = ROOT / "benchmarks" / "results" / "docs_experiment.json"
+RESULTS = ROOT / "labs" / "classroom" / "experiment" / "docs_experiment.json"
+RANKS = RESULTS.with_name("docs_ranks.json")
 AUDIT = ROOT / "benchmarks" / "results" / "mining_audit.jsonl"
 REGENERATE = "regenerate it with the one command: nice -n 10 python benchmarks/docs_experiment.py"
 
@@ -72,6 +74,23 @@ def test_batches_same_pairs_and_doubled(script):
     assert sorted(single[0] + single[1] + single[2] + single[3] + single[4]) == list(range(20))  # an epoch
     assert double[0] == single[0] + single[1] and double[1] == single[2] + single[3]
     assert [list(b) for b in script.batches(20, 4, seed=3, steps=8)] == single
+
+
+def test_answer_ranks_and_their_metrics(script):
+    rankings = {"q1": ["a", "b", "c"], "q2": ["c", "b", "a"], "q3": ["b", "a", "c"]}
+    qrels = {"q1": {"a"}, "q2": {"a"}, "q3": {"a"}}
+    ranks = script.answer_ranks(rankings, qrels, ["q1", "q2", "q3"])
+    assert ranks == [1, 3, 2]
+    assert script.from_ranks(ranks) == {"mrr@10": round((1 + 1 / 3 + 1 / 2) / 3, 4), "recall@1": round(1 / 3, 4)}
+    assert script.from_ranks([11, 1]) == {"mrr@10": 0.5, "recall@1": 0.5}  # past rank 10 counts 0
+    text = script.compact_json({"ranks": {"a": [1, 20, 3]}, "name": "x", "pair": [0.5, 1]})
+    assert '"a": [1,20,3]' in text and json.loads(text) == {"ranks": {"a": [1, 20, 3]}, "name": "x",
+                                                           "pair": [0.5, 1]}
+
+
+def test_results_are_written_into_the_package(script):
+    assert script.RESULTS == RESULTS and RESULTS.parent / "__init__.py" in set(RESULTS.parent.iterdir())
+    assert script.parse([]).out == str(RESULTS)
 
 
 def test_interval_pairs_and_covers(script):
@@ -135,6 +154,15 @@ def test_quick_mode_runs_every_condition(script, tmp_path, capsys):
     out = tmp_path / "quick.json"
     results = script.main(["--quick", "--out", str(out)])
     assert load_results(out) == json.loads(out.read_text())
+    ranks = load_ranks(tmp_path / "docs_ranks.json")                   # written beside the results
+    n = len(ranks["test_query_ids"])
+    assert set(ranks["ranks"]) == set(SYSTEMS) and n == results["data"]["test_queries"]
+    assert {s: set(c) for s, c in ranks["trained"].items()} == {s: set(script.CONDITIONS) for s in script.STARTS}
+    for name, check in ranks["check"].items():                          # ranks and metrics agree
+        assert {m: check[m] for m in ("mrr@10", "recall@1")} == check["stored"], name
+    assert len(ranks["check"]) == len(SYSTEMS) + len(script.STARTS) * len(script.CONDITIONS) * 2
+    minilm = ranks["ranks"]["minilm"]
+    assert results["hard"]["query_ids"] == [q for q, r in zip(ranks["test_query_ids"], minilm) if r > 1]
     assert results["quick"] and results["code"]["sha256"] == script.code_hashes()
     printed = capsys.readouterr().out
     assert "run time" in printed and "CPU" in printed
@@ -149,9 +177,10 @@ def test_quick_mode_runs_every_condition(script, tmp_path, capsys):
                 assert [p["step"] for p in curve] == [0, 1, 2]
             assert all(step in (0, 1, 2) for step in cond["chosen_step"])
             assert (cond["mining"] is None) == (name not in script.MINING)
-            cell = cond["test"]["overall"]["mrr@10"]
-            assert 0 <= cell["ci95"][0] <= cell["mean"] <= cell["ci95"][1] <= 1
-            assert len(cell["per_seed"]) == 2
+            for subset in ("overall", "hard"):
+                cell = cond["test"][subset]["mrr@10"]
+                assert 0 <= cell["ci95"][0] <= cell["mean"] <= cell["ci95"][1] <= 1
+                assert len(cell["per_seed"]) == 2
         assert block["conditions"]["inbatch_2x"]["candidates_per_query"] == 2 * block["conditions"]["inbatch"][
             "candidates_per_query"] == block["conditions"]["hn_window"]["candidates_per_query"]
         assert set(block["differences"]) == {f"{a} - {b}" for a, b in script.COMPARISONS}
@@ -185,6 +214,9 @@ def test_committed_results_match_code_pins_and_audit():
         for cond in start["conditions"].values():
             assert len(cond["seeds"]) >= 5 and cond["pair_set_sha256"] == results["data"]["pair_set_sha256"]
     assert max(len(line) for line in results_summary(results).splitlines()) <= 80
+    ranks = load_ranks(RANKS)
+    assert not ranks["quick"] and ranks["code"] == results["code"] and ranks["versions"] == results["versions"]
+    assert ranks["data_sha256"] == results["data"]["sha256"] and ranks["command"] == results["command"]
 
 
 def test_audit_file_is_complete():

@@ -1,4 +1,4 @@
-"""labs.classroom.results: the lessons' reader of benchmarks/results/docs_experiment.json.
+"""labs.classroom.results: the lessons' reader of labs/classroom/experiment/docs_experiment.json.
 
 Every helper is checked against the committed file's own numbers, so a lesson that glues a
 helper's value glues what the experiment wrote.
@@ -27,13 +27,14 @@ def test_load_refuses_missing_and_old_files(tmp_path):
         load_results(tmp_path / "none.json")
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"test": {}, "differences": {}}))
-    with pytest.raises(ValueError, match="not schema 2"):
+    with pytest.raises(ValueError, match="not schema 3"):
         load_results(old)
     partial = tmp_path / "partial.json"
-    partial.write_text(json.dumps({"schema": 2, "data": {}}))
+    partial.write_text(json.dumps({"schema": 3, "data": {}}))
     with pytest.raises(ValueError, match="missing keys"):
         load_results(partial)
     assert results_path().name == "docs_experiment.json"
+    assert results_path().parent.name == "experiment" and results_path().is_file()  # in the package
 
 
 def test_score_is_the_file_s_cell(results):
@@ -118,7 +119,8 @@ def test_comparisons_and_design(results):
     assert set(d["libraries"]) == {"train", "val", "test"}
     assert not set(d["libraries"]["train"]) & set(d["libraries"]["test"])
     assert d["libraries"]["val"] == ["numpy"] and d["test_queries"] == results["data"]["test_queries"]
-    assert 0 < d["rival_ranked_first"] <= d["lookalike_n"] <= d["test_queries"]
+    assert 0 < d["rival_ranked_first"] <= d["twins_n"] <= d["test_queries"]
+    assert 0 < d["hard_n"] < d["test_queries"]
     assert d["steps"] == results["settings"]["steps"] and d["seeds"] == len(results["settings"]["seeds"])
     with pytest.raises(ValueError, match="start must be one of"):
         comparisons(results, "bert")
@@ -126,17 +128,16 @@ def test_comparisons_and_design(results):
 
 def test_glue_values_and_summary(results):
     glue = glue_values(results)
-    assert glue["docs_minilm_hn_window_vs_inbatch_2x_lookalike_mrr10_verdict"] in ("above 0", "below 0",
-                                                                                   "includes 0")
+    assert glue["docs_minilm_hn_window_vs_inbatch_2x_hard_mrr10_verdict"] in ("above 0", "below 0", "includes 0")
     assert glue["docs_static_inbatch_overall_recall1"] == score(results, "static", "inbatch",
                                                                 metric="recall@1")["mean"]
     assert glue["docs_fn_hn_top1_n"] == false_negatives(results, "hn_top1")["audited"]
-    assert glue["docs_seeds"] >= 5 and glue["docs_lookalike_n"] == results["lookalike"]["n"]
+    assert glue["docs_seeds"] >= 5 and glue["docs_twins_n"] == results["twins"]["n"]
     assert glue["docs_minilm_hn_top1_val_mrr10"] == chosen_validation(results, "minilm", "hn_top1")["mean"]
     fn = false_negatives(results, "hn_top1")
     assert glue["docs_fn_hn_top1_if_unclear"] == fn["rate_if_unclear_right"]
     assert glue["docs_fn_hn_top1_wrong"] + fn["also_right"] + fn["unclear"] == fn["audited"]
-    assert glue["docs_lookalike_rival_first"] == design(results)["rival_ranked_first"]
+    assert glue["docs_twins_rival_first"] == design(results)["rival_ranked_first"]
     assert all(isinstance(v, (int, float, str)) for v in glue.values())
     text = results_summary(results)
     assert max(len(line) for line in text.splitlines()) <= 80
@@ -148,8 +149,8 @@ def test_glue_values_and_summary(results):
 # ---- what lesson 8 reads: the loss, the controls, the exams and the per-query ranks --------------
 
 from labs.classroom.results import (SYSTEMS, controls, exam_difficulty, hard_exam_positions,  # noqa: E402
-                                    load_ranks, loss_curves, query_ranks, ranks_path, twin_positions,
-                                    untouched_exams)
+                                    load_ranks, loss_curves, query_ranks, ranks_path, trained_ranks,
+                                    twin_positions, untouched_exams)
 
 
 @pytest.fixture(scope="module")
@@ -188,12 +189,12 @@ def test_controls_count_what_each_arm_encodes(results):
 
 
 def test_exam_difficulty_is_the_file_s_scores(results):
-    rows = exam_difficulty(results, "lookalike")
+    rows = exam_difficulty(results, "twins")
     assert len(rows) == len(results["baselines"]) + len(STARTS) * len(CONDITIONS)
     for row in rows:
         start = row["start"] or STARTS[0]
         assert row["overall"] == score(results, start, row["condition"])["mean"]
-        assert row["subset"] == score(results, start, row["condition"], "lookalike")["mean"]
+        assert row["subset"] == score(results, start, row["condition"], "twins")["mean"]
         assert row["drop"] == round(row["overall"] - row["subset"], 4)
     with pytest.raises(ValueError, match="subset must be one of"):
         exam_difficulty(results, "overall")
@@ -205,17 +206,25 @@ def test_load_ranks_refuses_missing_and_broken_files(tmp_path, ranks):
         load_ranks(tmp_path / "none.json")
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema": 0}))
-    with pytest.raises(ValueError, match="not schema 1"):
+    with pytest.raises(ValueError, match="not schema 2"):
         load_ranks(bad)
-    bad.write_text(json.dumps({"schema": 1, "ranks": {}}))
+    bad.write_text(json.dumps({"schema": 2, "ranks": {}}))
     with pytest.raises(ValueError, match="missing keys"):
         load_ranks(bad)
     short = {**ranks, "ranks": {**ranks["ranks"], "bm25": ranks["ranks"]["bm25"][:-1]}}
     bad.write_text(json.dumps(short))
     with pytest.raises(ValueError, match=r"ranks\['bm25'\]"):
         load_ranks(bad)
+    run = ranks["trained"]["static"]["hn_window"]["0"]
+    broken = {**ranks, "trained": {**ranks["trained"], "static": {**ranks["trained"]["static"],
+                                                                  "hn_window": {"0": run[:-1]}}}}
+    bad.write_text(json.dumps(broken))
+    with pytest.raises(ValueError, match=r"trained\['static'\]\['hn_window'\]\['0'\]"):
+        load_ranks(bad)
     with pytest.raises(ValueError, match="system must be one of"):
         query_ranks(ranks, "colbert")
+    with pytest.raises(ValueError, match="seed must be one of"):
+        trained_ranks(ranks, "minilm", "inbatch", 99)
 
 
 def test_ranks_are_the_experiment_s(results, ranks):
@@ -232,9 +241,27 @@ def test_ranks_are_the_experiment_s(results, ranks):
         r = np.array(query_ranks(ranks, system))
         assert round(float(np.mean(r == 1)), 4) == stored[system]["overall"]["recall@1"]["mean"]
         assert exams[system]["overall"] == stored[system]["overall"]["mrr@10"]["mean"]
-        assert exams[system]["twins"] == stored[system]["lookalike"]["mrr@10"]["mean"]
+        assert exams[system]["twins"] == stored[system]["twins"]["mrr@10"]["mean"]
+        assert exams[system]["hard"] == stored[system]["hard"]["mrr@10"]["mean"]
     twins = twin_positions(results, ranks)
-    assert len(twins) == results["lookalike"]["n"]
+    assert len(twins) == results["twins"]["n"]
+
+
+def test_every_trained_run_has_its_ranks(results, ranks):
+    """Each trained run's per-query ranks give back its stored per-seed MRR@10 over all test queries and
+    on the look-alike exam, so the exam scores every arm from the same runs."""
+    hard = hard_exam_positions(ranks)
+    for start in STARTS:
+        for condition in CONDITIONS[1:]:
+            block = results["starts"][start]["conditions"][condition]
+            for seed, overall, on_hard in zip(block["seeds"], block["test"]["overall"]["mrr@10"]["per_seed"],
+                                              block["test"]["hard"]["mrr@10"]["per_seed"]):
+                r = np.array(trained_ranks(ranks, start, condition, seed))
+                rr = np.where(r <= 10, 1 / r, 0.0)
+                assert round(float(rr.mean()), 4) == overall
+                assert round(float(rr[hard].mean()), 4) == on_hard
+    for name, check in ranks["check"].items():
+        assert {m: check[m] for m in ("mrr@10", "recall@1")} == check["stored"], name
 
 
 def test_hard_exam_is_what_the_untouched_minilm_gets_wrong(results, ranks):
@@ -244,19 +271,20 @@ def test_hard_exam_is_what_the_untouched_minilm_gets_wrong(results, ranks):
     n = len(minilm)
     recall1 = results["starts"]["minilm"]["untouched"]["test"]["overall"]["recall@1"]["mean"]
     assert abs(len(hard) - round((1 - recall1) * n)) <= 1
+    assert results["hard"]["query_ids"] == [ranks["test_query_ids"][i] for i in hard]
     glue = glue_values(results, ranks)
     assert glue["docs_hard_n"] == len(hard)
+    assert glue["docs_minilm_untouched_hard_recall1"] == 0     # its own mistakes chose the exam
     assert glue["docs_bm25_hard_mrr10"] == next(r["hard"] for r in untouched_exams(results, ranks)
                                                  if r["system"] == "bm25")
 
 
 def test_glue_values_name_the_near_twins_and_the_controls(results):
     glue = glue_values(results)
-    assert glue["docs_twins_n"] == glue["docs_lookalike_n"] == results["lookalike"]["n"]
-    for key in [k for k in glue if "_lookalike_" in k]:
-        assert glue[key.replace("_lookalike_", "_twins_")] == glue[key]
+    assert glue["docs_twins_n"] == results["twins"]["n"] and glue["docs_hard_n"] == results["hard"]["n"]
+    assert not [k for k in glue if "lookalike" in k]                 # the lessons' names only
     assert (glue["docs_minilm_inbatch_texts"], glue["docs_minilm_inbatch_2x_texts"],
             glue["docs_minilm_hn_window_texts"]) == (64, 128, 96)
     window = mining_stats(results, "hn_window")
     assert glue["docs_mined_hn_window_in_window"] + glue["docs_mined_hn_window_fallbacks"] == window["negatives"]
-    assert "docs_hard_n" not in glue  # only with the ranks
+
