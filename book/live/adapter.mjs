@@ -181,7 +181,7 @@ const pause = () => new Promise((resolve) => setTimeout(resolve, 0));
 /** The same run in slices of about ``sliceMs`` (the page's thread stays free between them):
  * ``onStep(s, loss)`` after each step; resolves to {W, losses, ms, stepMs} (ms: the time spent
  * training, stepMs: per step, both without the pauses). */
-export async function trainInSlices(set, plan, { arm = "inbatch", steps = STEPS, tau = TAU, lr = LR, sliceMs = 40,
+export async function trainInSlices(set, plan, { arm = "inbatch", steps = STEPS, tau = TAU, lr = LR, sliceMs = 25,
   onStep = null } = {}) {
   const W = identity(set.Q[0].length);
   const losses = [];
