@@ -533,7 +533,7 @@ def build_lookalike(work: Path) -> dict:
     }
     _write_json(work / "lookalike.json", meta)
     worst = float(np.abs(np.linalg.norm(table, axis=1) - 1).max())
-    return {"max_abs_difference": {"unit length": worst}}
+    return {"max_abs_difference": {"|row length - 1|": worst}}
 
 
 def _up_to_date(work: Path, stamp: dict) -> bool:

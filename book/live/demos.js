@@ -1003,7 +1003,7 @@
     var steps = numberBox("Steps", "100", "1", "500", "1");
     var seed = numberBox("Seed", "0", "0", "4294967295", "1");
     var train = make("button", { type: "submit", "class": "live-button", text: "Train" });
-    var form = make("form", { "class": "live-adapter-form" }, [
+    var form = make("form", { "class": "live-adapter-form", novalidate: "novalidate" }, [
       make("fieldset", { "class": "live-fieldset" }, [make("legend", { text: "Negatives" })].concat(armRadios.map(function (a) { return a.row; }))),
       make("fieldset", { "class": "live-fieldset" }, [make("legend", { text: "Training pairs" })].concat(sources.map(function (a) { return a.row; }))),
       make("div", { "class": "live-controls" }, tau.kids.concat(steps.kids, seed.kids, [train]))]);
@@ -1011,7 +1011,8 @@
     var curve = make("div", { "class": "live-figure live-loss-figure" });
     var progress = make("p", { "class": "live-sub", "aria-hidden": "true" });
     var result = make("p", { "class": "live-summary", "aria-live": "polite" });
-    var table = make("div", { "class": "why-scroll" });
+    // a table wider than a phone scrolls sideways in its own box, which the keyboard can reach
+    var table = make("div", { "class": "why-scroll", tabindex: "0", role: "region", "aria-label": "Your runs" });
 
     // the reader's own pairs
     var qId = uid("own");
@@ -1120,7 +1121,8 @@
         })));
       });
       t.appendChild(body);
-      moved.appendChild(make("div", { "class": "why-scroll" }, [t]));
+      moved.appendChild(make("div", { "class": "why-scroll", tabindex: "0", role: "region",
+        "aria-label": "Your questions, adapter off and on" }, [t]));
     }
 
     function problem(text) {
