@@ -1073,18 +1073,19 @@
     function showRuns() {
       clear(table);
       if (!state.runs.length) return;
-      var t = make("table", { "class": "live-table" });
+      var t = make("table", { "class": "live-table live-runs" });
       t.appendChild(make("caption", { text: "Your runs: held-out look-alike accuracy (steps above look-alike, 80 " +
-        "questions) and the password steps' rank among the 32 held-out articles" }));
-      t.appendChild(make("thead", {}, [make("tr", {}, ["Negatives", "Pairs", "\u03c4", "Steps", "Seed", "Accuracy",
-        "Password rank"].map(function (h) { return make("th", { scope: "col", text: h }); }))]));
+        "questions) and the password steps' rank among 32 articles" }));
+      t.appendChild(make("thead", {}, [make("tr", {}, ["Negatives", "Run", "Accuracy", "Password rank"].map(function (h) {
+        return make("th", { scope: "col", text: h });
+      }))]));
       var body = make("tbody");
       body.appendChild(make("tr", {}, [make("td", { text: "none (untouched)" }), make("td", { text: "\u2013" }),
-        make("td", { text: "\u2013" }), make("td", { text: "0" }), make("td", { text: "\u2013" }),
         make("td", { text: fixed(state.untouched.accuracy, 3) }), make("td", { text: String(state.untouched.passwordRank) })]));
       state.runs.forEach(function (r) {
-        body.appendChild(make("tr", {}, [r.arm === "lookalike" ? "+ look-alikes" : "in-batch", r.source === "lesson" ? "lesson" : "yours",
-          String(r.tau), String(r.steps), String(r.seed), fixed(r.accuracy, 3), String(r.passwordRank)].map(function (x) {
+        body.appendChild(make("tr", {}, [r.arm === "lookalike" ? "+ look-alikes" : "in-batch",
+          (r.source === "lesson" ? "lesson's pairs" : "your pairs") + ", \u03c4 " + r.tau + ", " + r.steps + " steps, seed " + r.seed,
+          fixed(r.accuracy, 3), String(r.passwordRank)].map(function (x) {
           return make("td", { text: x });
         })));
       });
