@@ -109,48 +109,46 @@ export function adapt(W, q) {
   return a;
 }
 
-/** One batch: the loss and dW (Float64Array(d * d)) by hand. Q: B rows, P: M >= B rows (column i answers row i). */
-export function lossAndGrad(W, Q, P, tau) {
+/** Row i of one batch: its term of the loss, -log softmax(S_i / tau)_i / B, with its part of dW added into
+ * ``dW`` (Float64Array(d * d)). The rows of a batch are independent until W moves: the page can pause between them. */
+export function rowLossAndGrad(W, Q, P, tau, i, dW) {
   const B = Q.length;
   const M = P.length;
-  const d = Q[0].length;
-  // forward: A = Q W^T, U = A / |A|, S = U P^T
-  const norms = new Float64Array(B);
-  const U = Q.map((q, i) => {
-    const a = apply(W, q);
-    norms[i] = Math.sqrt(dot(a, a));
-    if (!(norms[i] > 0)) throw new RangeError(`W sends question ${i} of the batch to 0`);
-    for (let j = 0; j < d; j++) a[j] /= norms[i];
-    return a;
-  });
-  let loss = 0;
-  const dS = U.map((u, i) => {
-    // row i: log softmax(S_i / tau), then dS_i = (softmax - onehot(i)) / (B tau)
-    const z = P.map((p) => dot(u, p) / tau);
-    const top = Math.max(...z);
-    let sum = 0;
-    for (let m = 0; m < M; m++) sum += Math.exp(z[m] - top);
-    const logSum = top + Math.log(sum);
-    loss -= (z[i] - logSum) / B;
-    return z.map((zm, m) => (Math.exp(zm - logSum) - (m === i ? 1 : 0)) / (B * tau));
-  });
-  // backward: dU = dS P, dA = (dU - U (U . dU)) / |A|, dW = dA^T Q
-  const dW = new Float64Array(d * d);
-  for (let i = 0; i < B; i++) {
-    const dU = new Float64Array(d);
-    for (let m = 0; m < M; m++) {
-      const g = dS[i][m];
-      const p = P[m];
-      for (let j = 0; j < d; j++) dU[j] += g * p[j];
-    }
-    const along = dot(U[i], dU);
-    const q = Q[i];
-    for (let j = 0; j < d; j++) {
-      const dA = (dU[j] - U[i][j] * along) / norms[i];
-      const o = j * d;
-      for (let k = 0; k < d; k++) dW[o + k] += dA * q[k];
-    }
+  const q = Q[i];
+  const d = q.length;
+  // forward: a = W q_i, u = a / |a|, z = S_i / tau = (u . p_m) / tau
+  const u = apply(W, q);
+  const norm = Math.sqrt(dot(u, u));
+  if (!(norm > 0)) throw new RangeError(`W sends question ${i} of the batch to 0`);
+  for (let j = 0; j < d; j++) u[j] /= norm;
+  const z = P.map((p) => dot(u, p) / tau);
+  const top = Math.max(...z);
+  let sum = 0;
+  for (let m = 0; m < M; m++) sum += Math.exp(z[m] - top);
+  const logSum = top + Math.log(sum);
+  // backward: dS_i = (softmax(z) - onehot(i)) / (B tau), dU_i = dS_i P
+  const dU = new Float64Array(d);
+  for (let m = 0; m < M; m++) {
+    const g = (Math.exp(z[m] - logSum) - (m === i ? 1 : 0)) / (B * tau);
+    const p = P[m];
+    for (let j = 0; j < d; j++) dU[j] += g * p[j];
   }
+  // dA_i = (dU_i - u (u . dU_i)) / |a|, then dW += dA_i q_i^T (row i's part of dA^T Q)
+  const along = dot(u, dU);
+  for (let j = 0; j < d; j++) {
+    const dA = (dU[j] - u[j] * along) / norm;
+    const o = j * d;
+    for (let k = 0; k < d; k++) dW[o + k] += dA * q[k];
+  }
+  return -(z[i] - logSum) / B;
+}
+
+/** One batch: the loss and dW (Float64Array(d * d)) by hand. Q: B rows, P: M >= B rows (column i answers row i). */
+export function lossAndGrad(W, Q, P, tau) {
+  const d = Q[0].length;
+  const dW = new Float64Array(d * d);
+  let loss = 0;
+  for (let i = 0; i < Q.length; i++) loss += rowLossAndGrad(W, Q, P, tau, i, dW);
   return { loss, dW };
 }
 
@@ -178,20 +176,38 @@ export function train(set, plan, { arm = "inbatch", steps = STEPS, tau = TAU, lr
 
 const pause = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-/** The same run in slices of about ``sliceMs`` (the page's thread stays free between them):
- * ``onStep(s, loss)`` after each step; resolves to {W, losses, ms, stepMs} (ms: the time spent
- * training, stepMs: per step, both without the pauses). */
+/** The same run in slices of about ``sliceMs``, a batch row at a time (the page's thread stays free
+ * between them; W moves once a step, after its last row): ``onStep(s, loss)`` after each step;
+ * resolves to {W, losses, ms, stepMs} (ms: the time spent training, stepMs: per step, both without
+ * the pauses). The same numbers as `train`. */
 export async function trainInSlices(set, plan, { arm = "inbatch", steps = STEPS, tau = TAU, lr = LR, sliceMs = 25,
   onStep = null } = {}) {
   const W = identity(set.Q[0].length);
+  const dW = new Float64Array(W.length);
   const losses = [];
   let busy = 0;
+  let i = 0; // the next row of the current step's batch
+  let Q = null;
+  let P = null;
+  let loss = 0;
   while (losses.length < steps) {
     const t0 = performance.now();
     do {
-      const loss = step(W, set, plan[losses.length], arm, tau, lr);
-      losses.push(loss);
-      if (onStep) onStep(losses.length, loss);
+      if (i === 0) {
+        const batchRows = plan[losses.length];
+        Q = batchRows.map((r) => set.Q[r]);
+        P = columns(set, batchRows, arm);
+        dW.fill(0);
+        loss = 0;
+      }
+      loss += rowLossAndGrad(W, Q, P, tau, i, dW);
+      i += 1;
+      if (i === Q.length) {
+        for (let x = 0; x < W.length; x++) W[x] -= lr * dW[x];
+        losses.push(loss);
+        i = 0;
+        if (onStep) onStep(losses.length, loss);
+      }
     } while (losses.length < steps && performance.now() - t0 < sliceMs);
     busy += performance.now() - t0;
     if (losses.length < steps) await pause();
@@ -199,13 +215,28 @@ export async function trainInSlices(set, plan, { arm = "inbatch", steps = STEPS,
   return { W, losses, ms: busy, stepMs: busy / steps };
 }
 
+/** ``fn(item, k)`` for every item, in slices of about ``sliceMs`` with a pause between them; resolves to the results. */
+export async function mapInSlices(items, fn, sliceMs = 25) {
+  const out = [];
+  while (out.length < items.length) {
+    const t0 = performance.now();
+    do out.push(fn(items[out.length], out.length));
+    while (out.length < items.length && performance.now() - t0 < sliceMs);
+    if (out.length < items.length) await pause();
+  }
+  return out;
+}
+
+/** Does the steps article p score strictly above the look-alike l for the adapted question q? */
+export function stepsWin(W, q, p, l) {
+  const u = adapt(W, q);
+  return dot(u, p) > dot(u, l);
+}
+
 /** The held-out exam: per question, does the steps article score above the look-alike (strictly,
  * as the experiment's Exam.measure)? Qh, Ph, Lh: n rows each. {pair: [bool], accuracy}. */
 export function pairAccuracy(W, Qh, Ph, Lh) {
-  const pair = Qh.map((q, i) => {
-    const u = adapt(W, q);
-    return dot(u, Ph[i]) > dot(u, Lh[i]);
-  });
+  const pair = Qh.map((q, i) => stepsWin(W, q, Ph[i], Lh[i]));
   return { pair, accuracy: pair.filter(Boolean).length / pair.length };
 }
 
