@@ -767,7 +767,7 @@ def build(out: Path, force: bool = False) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.live_model", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", nargs="?", default="_live", help="the build folder (default _live)")
-    parser.add_argument("--force", action="store_true", help="rebuild both models even if their stamps match")
+    parser.add_argument("--force", action="store_true", help="rebuild both models and the look-alike vectors even if their stamps match")
     args = parser.parse_args(argv)
     try:
         build(Path(args.out), args.force)
