@@ -16,6 +16,9 @@ OUT/site/live/                      copied into the built book by Sphinx (``html
   vectors/*.f32                     the document vectors of each search set under each model
                                     (float32, little-endian, one unit row per document), made by
                                     the same 8-bit models, so the page embeds only the question
+  vectors/lookalike-minilm.f32      lesson 5's look-alike set as its experiment embeds it
+                                    (`build_lookalike`: sentence-transformers' float32 vectors,
+                                    which Python trains on as float64), for the adapter demo
   runtime/                          transformers.js's web build and onnxruntime-web's plain
                                     (non-asyncify) wasm pair, from node_modules (package-lock.json)
   manifest.json                     every file the page fetches on use, with its size and SHA-256,
@@ -23,7 +26,8 @@ OUT/site/live/                      copied into the built book by Sphinx (``html
   stored.js                         the stored example results (classic script: shown where the
                                     page cannot run the model, file:// included)
   demos.js, model.mjs, worker.mjs,  the page side, copied from book/live/ (worker.mjs: the model's
-  maths.mjs, live.css               own thread; maths.mjs: the demos' arithmetic)
+  maths.mjs, live.css, ...          own thread; maths.mjs: the demos' arithmetic; adapter.mjs:
+                                    lesson 5's adapter, trained in the page)
   maths.js                          maths.mjs as a classic script, for demos.js
 OUT/work/                           the fp32 exports, the fine-tuned sentence-transformers folder
                                     (the browser tests compare against them) and the stamps
@@ -95,7 +99,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE_SOURCES = ROOT / "book" / "live"
-PAGE_FILES = ("demos.js", "model.mjs", "worker.mjs", "maths.mjs", "live.css", "scores.mjs", "why.mjs", "batchlab.mjs")
+PAGE_FILES = ("demos.js", "model.mjs", "worker.mjs", "maths.mjs", "live.css", "scores.mjs", "why.mjs", "batchlab.mjs",
+              "adapter.mjs")
 NODE_MODULES = ROOT / "node_modules"
 
 #: Lesson 7's training run on a CPU (notebooks/07_finetuning.ipynb: MODEL "minilm", LR 5e-5).
@@ -460,6 +465,77 @@ def build_tuned(work: Path, minilm_work: Path) -> dict:
     return checks
 
 
+# ---- lesson 5's look-alike set, as its experiment embeds it ----------------------------------
+
+#: The code whose bytes shape the look-alike vectors and the runs the page repeats (the set, its
+#: articles, the adapter's defaults and batch plan, and the experiment's embedding calls).
+LOOKALIKE_CODE = ("labs/lessons/lookalikes.py", "labs/lessons/help_articles.py", "labs/lessons/adapter.py",
+                  "benchmarks/lookalike_experiment.py")
+#: The blocks of vectors/lookalike-minilm.f32, in file order: each is one ``embed`` call of
+#: benchmarks/lookalike_experiment.py (the same texts in the same calls, so the same float32 numbers).
+LOOKALIKE_BLOCKS = ("Q", "P", "L", "Qh", "Ph", "Lh", "D")
+
+
+def _stamp_lookalike(minilm: dict) -> dict:
+    return {"versions": minilm["versions"], "weights": minilm["weights"],
+            "code": _code(build_lookalike, LOOKALIKE_BLOCKS),
+            "sources": {name: sha256(ROOT / name) for name in LOOKALIKE_CODE}}
+
+
+def build_lookalike(work: Path) -> dict:
+    """Lesson 5's look-alike set for the adapter demo: vectors (float32 rows, blocks in LOOKALIKE_BLOCKS
+    order) and ``lookalike.json`` (the texts, the blocks and the settings the page needs).
+
+    The vectors are what the experiment trains and tests on: sentence-transformers' all-MiniLM-L6-v2
+    (not the page's 8-bit export), its float32 output read as float64, one block per ``embed`` call
+    of ``benchmarks/lookalike_experiment.py`` (Q, P, L: the training questions, steps and look-alikes;
+    Qh, Ph, Lh: the held-out ones; D: the held-out pool of articles). The page embeds only the
+    reader's own questions, with its 8-bit model.
+    """
+    from labs.lessons import adapter as ad
+    from labs.lessons import lookalikes as la
+    from labs.retrieval.models import load_minilm
+
+    model = load_minilm()
+
+    def embed(texts):  # benchmarks/lookalike_experiment.py's encoder(), call for call
+        return np.asarray(model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True,
+                                       batch_size=64), dtype=np.float64)
+
+    train, held = la.triples(la.TRAIN), la.triples(la.HELD_OUT)
+    pool, pool_ids = la.exam_pool(la.HELD_OUT)
+    texts = {"Q": [r[0] for r in train], "P": [r[1] for r in train], "L": [r[2] for r in train],
+             "Qh": [r[0] for r in held], "Ph": [r[1] for r in held], "Lh": [r[2] for r in held], "D": pool}
+    blocks, rows, start = {}, [], 0
+    for name in LOOKALIKE_BLOCKS:
+        vectors = embed(texts[name])
+        if not np.array_equal(vectors.astype(np.float32).astype(np.float64), vectors):
+            raise BuildError(f"the look-alike block {name} is not float32 numbers: the page could not hold them exactly")
+        blocks[name] = [start, len(vectors)]
+        start += len(vectors)
+        rows.append(vectors)
+    table = np.concatenate(rows)
+    table.astype("<f4").tofile(work / "lookalike.f32")
+    wordings = len(la.QUESTION_TEMPLATES)
+    train_ids = [f"{k}/steps" for k in la.TRAIN] + [f"{k}/look-alike" for k in la.TRAIN]
+    meta = {
+        "dim": int(table.shape[1]), "rows": int(table.shape[0]), "blocks": blocks,
+        "train": {"topics": list(la.TRAIN), "wordings": wordings, "questions": texts["Q"],
+                  # the training articles, steps then look-alikes, each the row of its topic's first wording
+                  "articles": {"ids": train_ids, "texts": [la.steps(k) for k in la.TRAIN] + [la.look_alike(k) for k in la.TRAIN],
+                               "rows": [blocks["P"][0] + wordings * t for t in range(len(la.TRAIN))]
+                               + [blocks["L"][0] + wordings * t for t in range(len(la.TRAIN))]}},
+        "heldOut": {"topics": list(la.HELD_OUT), "questions": texts["Qh"],
+                    "answer": [pool_ids.index(f"{r[3]}/steps") for r in held],
+                    "password": texts["Qh"].index(la.PASSWORD_QUESTION)},
+        "pool": {"ids": pool_ids, "texts": pool},
+        "defaults": {"tau": ad.TAU, "lr": ad.LR, "steps": ad.STEPS, "batch": ad.BATCH},
+    }
+    _write_json(work / "lookalike.json", meta)
+    worst = float(np.abs(np.linalg.norm(table, axis=1) - 1).max())
+    return {"max_abs_difference": {"|row length - 1|": worst}}
+
+
 def _up_to_date(work: Path, stamp: dict) -> bool:
     try:
         return json.loads((work / "stamp.json").read_text()) == json.loads(json.dumps(stamp))
@@ -484,7 +560,8 @@ def _build(work: Path, stamp: dict, what: str, make) -> bool:
     _replace_folder(scratch, work)
     differences = ", ".join(f"{k} {v:.1e}" for k, v in checks["max_abs_difference"].items())
     _say(f"built {what} in {time.perf_counter() - start:.0f} s (largest difference from sentence-transformers: "
-         f"{differences})")
+         f"{differences})" if "max_tokens" in checks else f"built {what} in {time.perf_counter() - start:.0f} s "
+         f"(largest {differences})")
     return True
 
 
@@ -603,6 +680,10 @@ def assemble(out: Path) -> dict:
                    "vectors": {"minilm": _file_entry(live, vectors / "search-minilm.f32")}},
         "helpdesk": {"ids": helpdesk["ids"], "texts": helpdesk["texts"], "dim": 384,
                      "vectors": {k: _file_entry(live, vectors / f"helpdesk-{k}.f32") for k in ("minilm", "tuned")}}}
+    lookalike = out / "work" / "lookalike"
+    _link(lookalike / "lookalike.f32", vectors / "lookalike-minilm.f32")
+    manifest["sets"]["lookalike"] = {**json.loads((lookalike / "lookalike.json").read_text(encoding="utf-8")),
+                                     "vectors": {"minilm": _file_entry(live, vectors / "lookalike-minilm.f32")}}
     _write_json(live / "manifest.json", manifest)
 
     # What the page shows before (or instead of) running the model: the example questions and the
@@ -670,12 +751,13 @@ def build(out: Path, force: bool = False) -> None:
         work = out / "work"
         work.mkdir(exist_ok=True)
         if force:
-            for name in ("minilm", "tuned"):
+            for name in ("minilm", "tuned", "lookalike"):
                 (work / name / "stamp.json").unlink(missing_ok=True)
         stamp = _stamp_minilm()
         built = _build(work / "minilm", stamp, "all-MiniLM-L6-v2 for the page", build_minilm)
         built |= _build(work / "tuned", _stamp_tuned(stamp), "lesson 7's fine-tuned model for the page",
                         lambda scratch: build_tuned(scratch, work / "minilm"))
+        built |= _build(work / "lookalike", _stamp_lookalike(stamp), "lesson 5's look-alike vectors", build_lookalike)
         assemble(out)
     mb = {k: round(v / 1e6, 1) for k, v in sorted(sizes(out).items())}
     _say(f"{'built' if built else 'up to date'}; {out / 'site' / 'live'} assembled in "
@@ -685,7 +767,7 @@ def build(out: Path, force: bool = False) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.live_model", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", nargs="?", default="_live", help="the build folder (default _live)")
-    parser.add_argument("--force", action="store_true", help="rebuild both models even if their stamps match")
+    parser.add_argument("--force", action="store_true", help="rebuild both models and the look-alike vectors even if their stamps match")
     args = parser.parse_args(argv)
     try:
         build(Path(args.out), args.force)

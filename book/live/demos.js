@@ -8,7 +8,9 @@
  *            and pull/push arrows (data-tau: the starting temperature);
  *   compare  the search box over lesson 7's help-desk articles, untouched and fine-tuned models
  *            side by side;
- *   batch    lesson 6's batch lab (batchlab.mjs, loaded when the reader opens it).
+ *   batch    lesson 6's batch lab (batchlab.mjs, loaded when the reader opens it);
+ *   adapter  lesson 5's query-side adapter, trained in the page (adapter.mjs and the look-alike set's
+ *            vectors, loaded on Train; the model, for the reader's own questions, on Rank).
  * A ranked article of search and compare opens "why this score" (why.mjs, loaded on first use).
  * The model (model.mjs, its worker and the files they fetch) loads the first time the reader uses a
  * demo (typing, a click, Enter; never a mere focus), never before; while it loads, a one-click
@@ -940,10 +942,351 @@
     summary.textContent = state.summary;
   }
 
+  // ---- lesson 5's adapter, trained in the page (adapter.mjs) -------------------------------
+
+  var ARMS = { inbatch: "In-batch negatives only", lookalike: "In-batch + each pair's look-alike" };
+
+  /** A loss curve: an SVG polyline of the losses so far over ``steps`` steps (y from 0 to the first loss). */
+  function lossCurve(holder, losses, steps) {
+    clear(holder);
+    if (!losses.length) return;
+    var W = 300, H = 120, top = Math.max.apply(null, losses) || 1;
+    var figure = svg("svg", { viewBox: "-34 -8 " + (W + 44) + " " + (H + 30), "class": "live-loss", role: "img",
+      "aria-label": "The loss at each step: " + fixed(losses[0], 3) + " at step 1, " + fixed(losses[losses.length - 1], 3) +
+        " at step " + losses.length + " of " + steps });
+    figure.appendChild(svg("line", { x1: 0, y1: H, x2: W, y2: H, "class": "live-axis" }));
+    figure.appendChild(svg("line", { x1: 0, y1: 0, x2: 0, y2: H, "class": "live-axis" }));
+    var points = losses.map(function (l, s) {
+      return (W * (steps > 1 ? s / (steps - 1) : 0)).toFixed(1) + "," + (H - H * l / top).toFixed(1);
+    });
+    figure.appendChild(svg("polyline", { points: points.join(" "), "class": "live-loss-line" }));
+    [[fixed(top, 2), 4], ["0", H]].forEach(function (t) {
+      var label = svg("text", { x: -4, y: t[1], "text-anchor": "end", "class": "live-loss-text" });
+      label.textContent = t[0];
+      figure.appendChild(label);
+    });
+    var steps0 = svg("text", { x: W, y: H + 18, "text-anchor": "end", "class": "live-loss-text" });
+    steps0.textContent = "step " + steps;
+    figure.appendChild(steps0);
+    holder.appendChild(figure);
+  }
+
+  function adapterDemo(div) {
+    var state = { kind: "adapter", status: "idle", runs: [], pairs: [], busy: false };
+    div.labsLive = state;
+    var f = frame(div, state);
+    var mod = null; // adapter.mjs and the look-alike set, once loaded
+    var set = null;
+    var lastW = null; // the last run's adapter (kept out of state: 147,456 numbers)
+    var vectorOf = {}; // the reader's question -> its vector (Float64Array 384)
+
+    function numberBox(label, value, min, max, step) {
+      var id = uid("adapter");
+      var box = make("input", { id: id, type: "number", "class": "live-number", value: value, min: min, max: max, step: step });
+      return { box: box, kids: [make("label", { "for": id, "class": "live-label", text: label }), box] };
+    }
+    var armName = uid("arm");
+    var armRadios = Object.keys(ARMS).map(function (key) {
+      var id = uid("arm");
+      var r = make("input", { type: "radio", id: id, name: armName, value: key });
+      if (key === "lookalike") r.checked = true;
+      return { radio: r, row: make("div", { "class": "live-check" }, [r, make("label", { "for": id, text: ARMS[key] })]) };
+    });
+    var sourceName = uid("source");
+    var sources = [["lesson", "The lesson's training questions (26 topics)"], ["yours", "Your own pairs (below)"]].map(function (s, k) {
+      var id = uid("source");
+      var r = make("input", { type: "radio", id: id, name: sourceName, value: s[0] });
+      if (k === 0) r.checked = true;
+      return { radio: r, row: make("div", { "class": "live-check" }, [r, make("label", { "for": id, text: s[1] })]) };
+    });
+    var tau = numberBox("Temperature \u03c4", "0.05", "0.01", "2", "any");
+    var steps = numberBox("Steps", "100", "1", "500", "1");
+    var seed = numberBox("Seed", "0", "0", "4294967295", "1");
+    var train = make("button", { type: "submit", "class": "live-button", text: "Train" });
+    var form = make("form", { "class": "live-adapter-form", novalidate: "novalidate" }, [
+      make("fieldset", { "class": "live-fieldset" }, [make("legend", { text: "Negatives" })].concat(armRadios.map(function (a) { return a.row; }))),
+      make("fieldset", { "class": "live-fieldset" }, [make("legend", { text: "Training pairs" })].concat(sources.map(function (a) { return a.row; }))),
+      make("div", { "class": "live-controls" }, tau.kids.concat(steps.kids, seed.kids, [train]))]);
+    var message = make("p", { "class": "live-message live-problem", "aria-live": "polite" });
+    var curve = make("div", { "class": "live-figure live-loss-figure" });
+    var progress = make("p", { "class": "live-sub", "aria-hidden": "true" });
+    var result = make("p", { "class": "live-summary", "aria-live": "polite" });
+    // a table wider than a phone scrolls sideways in its own box, which the keyboard can reach
+    var table = make("div", { "class": "why-scroll", tabindex: "0", role: "region", "aria-label": "Your runs" });
+
+    // the reader's own pairs
+    var qId = uid("own");
+    var own = make("input", { id: qId, type: "text", "class": "live-input", autocomplete: "off", maxlength: "300",
+      placeholder: "how do I close my account?" });
+    var find = make("button", { type: "submit", "class": "live-button", text: "Rank" });
+    var ownForm = make("form", { "class": "live-own-form" }, [
+      make("label", { "for": qId, "class": "live-label", text: "Your question, ranked among the 84 articles of the set" }),
+      make("div", { "class": "live-row" }, [own, find])]);
+    var ownList = make("ol", { "class": "live-ranking live-own-ranking", "aria-label": "The articles for your question, best first" });
+    var pairsList = make("ul", { "class": "live-pairs", "aria-label": "Your pairs" });
+    var ownMessage = make("p", { "class": "live-message", "aria-live": "polite" });
+    var moved = make("div", { "class": "live-moved", "aria-live": "polite" });
+
+    clear(div);
+    div.appendChild(make("p", { "class": "live-intro", text: "This trains one linear layer in your browser: a 384 \u00d7 384 " +
+      "matrix, from the identity, on the questions' vectors of the frozen all-MiniLM-L6-v2 (the articles' vectors stay " +
+      "as they are). Fine-tuning trains the whole model. Each step is the lesson's: InfoNCE on 16 questions, the " +
+      "gradient by hand in float64, plain SGD (learning rate 0.5). The exam: the 80 questions of the 16 topics it " +
+      "never trains on, lesson 1's password question among them." }));
+    [form, message, f.bar, curve, progress, result, table,
+      make("h4", { "class": "live-head", text: "Your own pairs" }),
+      make("p", { "class": "live-sub", text: "Ask a question, then mark its right article and, if you like, a wrong " +
+        "one that outranks it (its look-alike). With two pairs or more, choose \u201cYour own pairs\u201d and train: " +
+        "your questions are ranked with the adapter off and on. Nothing leaves this page." }),
+      ownForm, ownMessage, ownList, pairsList, moved, f.status, f.note].forEach(function (e) { div.appendChild(e); });
+
+    var reason = cannotRun();
+    var ensure = loader(f, { models: ["minilm"] });
+
+    function loadLab() {
+      if (mod && set) return Promise.resolve();
+      return Promise.all([moduleOf("adapter.mjs"), moduleOf("model.mjs")]).then(function (got) {
+        return got[1].lookalikeSet().then(function (s) {
+          mod = got[0];
+          var m = s.meta, d = m.dim;
+          var block = function (name) { return mod.rows(s.table, d, m.blocks[name][0], m.blocks[name][1]); };
+          set = { meta: m, Q: block("Q"), P: block("P"), L: block("L"), Qh: block("Qh"), Ph: block("Ph"), Lh: block("Lh"),
+            D: block("D") };
+          set.articles = { ids: m.train.articles.ids.concat(m.pool.ids), texts: m.train.articles.texts.concat(m.pool.texts),
+            vectors: m.train.articles.rows.map(function (r) { return mod.rows(s.table, d, r, 1)[0]; }).concat(set.D) };
+        });
+      });
+    }
+
+    function chosen(list) {
+      for (var k = 0; k < list.length; k++) if (list[k].radio.checked) return list[k].radio.value;
+      return null;
+    }
+
+    /** The held-out exam (adapter.mjs's pairAccuracy and rankOf), a few questions a task. */
+    function exam(W) {
+      return mod.mapInSlices(set.Qh, function (q, i) { return mod.stepsWin(W, q, set.Ph[i], set.Lh[i]); }).then(function (pair) {
+        var p = set.meta.heldOut.password;
+        return { accuracy: pair.filter(Boolean).length / pair.length, pair: pair,
+          passwordRank: mod.rankOf(W, set.Qh[p], set.D, set.meta.heldOut.answer[p]) };
+      });
+    }
+
+    function showRuns() {
+      clear(table);
+      if (!state.runs.length) return;
+      var t = make("table", { "class": "live-table live-runs" });
+      t.appendChild(make("caption", { text: "Your runs: held-out look-alike accuracy (steps above look-alike, 80 " +
+        "questions) and the password steps' rank among 32 articles" }));
+      t.appendChild(make("thead", {}, [make("tr", {}, ["Negatives", "Run", "Accuracy", "Password rank"].map(function (h) {
+        return make("th", { scope: "col", text: h });
+      }))]));
+      var body = make("tbody");
+      body.appendChild(make("tr", {}, [make("td", { text: "none (untouched)" }), make("td", { text: "\u2013" }),
+        make("td", { text: fixed(state.untouched.accuracy, 3) }), make("td", { text: String(state.untouched.passwordRank) })]));
+      state.runs.forEach(function (r) {
+        body.appendChild(make("tr", {}, [r.arm === "lookalike" ? "+ look-alikes" : "in-batch",
+          (r.source === "lesson" ? "lesson's pairs" : "your pairs") + ", \u03c4 " + r.tau + ", " + r.steps + " steps, seed " + r.seed,
+          fixed(r.accuracy, 3), String(r.passwordRank)].map(function (x) {
+          return make("td", { text: x });
+        })));
+      });
+      t.appendChild(body);
+      table.appendChild(t);
+    }
+
+    function rankingOf(W, vector) {
+      var s = mod.scores(W, vector, set.articles.vectors);
+      var order = Array.prototype.slice.call(s).map(function (x, i) { return i; });
+      order.sort(function (a, b) { return s[b] - s[a] || a - b; });
+      return order.map(function (i) { return { id: set.articles.ids[i], cosine: s[i] }; });
+    }
+
+    function showMoved(W) {
+      clear(moved);
+      if (!state.pairs.length) return;
+      var I = mod.identity(set.meta.dim);
+      state.moved = state.pairs.map(function (p) {
+        var off = rankingOf(I, vectorOf[p.question]), on = rankingOf(W, vectorOf[p.question]);
+        var rank = function (list, id) { for (var k = 0; k < list.length; k++) if (list[k].id === id) return k + 1; return -1; };
+        return { question: p.question, answer: p.answer, off: rank(off, p.answer), on: rank(on, p.answer),
+          topOff: off[0].id, topOn: on[0].id };
+      });
+      var t = make("table", { "class": "live-table" });
+      t.appendChild(make("caption", { text: "Your questions: the right article's rank among 84, adapter off and on" }));
+      t.appendChild(make("thead", {}, [make("tr", {}, ["Question", "Right article", "Off", "On", "First, on"].map(function (h) {
+        return make("th", { scope: "col", text: h });
+      }))]));
+      var body = make("tbody");
+      state.moved.forEach(function (m) {
+        body.appendChild(make("tr", {}, [quoted(m.question, 40), m.answer, String(m.off), String(m.on), m.topOn].map(function (x) {
+          return make("td", { text: x });
+        })));
+      });
+      t.appendChild(body);
+      moved.appendChild(make("div", { "class": "why-scroll", tabindex: "0", role: "region",
+        "aria-label": "Your questions, adapter off and on" }, [t]));
+    }
+
+    function problem(text) {
+      message.textContent = text;
+      state.problem = text;
+    }
+
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      if (state.busy) return;
+      var settings = { arm: chosen(armRadios), source: chosen(sources), tau: Number(tau.box.value),
+        steps: Number(steps.box.value), seed: Number(seed.box.value) };
+      if (tau.box.value.trim() === "") settings.tau = NaN;
+      if (steps.box.value.trim() === "") settings.steps = NaN;
+      if (seed.box.value.trim() === "") settings.seed = NaN;
+      problem("");
+      state.busy = true;
+      train.disabled = true;
+      settings.started = performance.now();
+      loadLab().then(function () {
+        var bad = mod.settingsProblem(settings);
+        var pairs = state.pairs.map(function (p) { return { question: p.question, answer: p.answer, lookAlike: p.lookAlike }; });
+        if (!bad && settings.source === "yours") bad = mod.pairsProblem(pairs);
+        if (bad) {
+          problem(bad);
+          return null;
+        }
+        return (state.untouched ? Promise.resolve(state.untouched) : exam(mod.identity(set.meta.dim))).then(function (u) {
+          state.untouched = u;
+          return trainWith(settings);
+        });
+      }).then(function () {
+        state.busy = false;
+        train.disabled = false;
+      }, function (err) {
+        state.busy = false;
+        train.disabled = false;
+        problem("The training could not run here (" + String((err && (err.reason || err.message)) || err).slice(0, 160) + ").");
+      });
+    });
+
+    function trainWith(settings) {
+      var started = settings.started;
+      var data, plan;
+      if (settings.source === "lesson") {
+        data = set;
+        plan = mod.batchPlan(set.meta.train.topics.length, set.meta.train.wordings, set.meta.defaults.batch,
+          settings.steps, settings.seed);
+      } else {
+        var vec = function (id) { return set.articles.vectors[set.articles.ids.indexOf(id)]; };
+        data = { Q: state.pairs.map(function (p) { return vectorOf[p.question]; }), P: state.pairs.map(function (p) { return vec(p.answer); }),
+          L: state.pairs.map(function (p) { return p.lookAlike ? vec(p.lookAlike) : null; }) };
+        plan = mod.batchPlan(data.Q.length, 1, Math.min(set.meta.defaults.batch, data.Q.length), settings.steps, settings.seed);
+      }
+      var losses = [];
+      result.textContent = "Training\u2026";
+      return mod.trainInSlices(data, plan, { arm: settings.arm, steps: settings.steps, tau: settings.tau,
+        lr: set.meta.defaults.lr, onStep: function (s, loss) {
+          losses.push(loss);
+          if (s === 1 || s === settings.steps || s % 5 === 0) {
+            lossCurve(curve, losses, settings.steps);
+            progress.textContent = "Step " + s + " of " + settings.steps + ", loss " + fixed(loss, 3);
+          }
+        } }).then(function (run) {
+        return exam(run.W).then(function (e) { return [run, e]; });
+      }).then(function (got) {
+        var run = got[0], e = got[1];
+        var r = { source: settings.source, arm: settings.arm, tau: settings.tau, steps: settings.steps, seed: settings.seed,
+          losses: run.losses, accuracy: e.accuracy, pair: e.pair, passwordRank: e.passwordRank,
+          stepMs: run.stepMs, ms: performance.now() - started };
+        state.runs.push(r);
+        state.last = r;
+        lastW = run.W;
+        lossCurve(curve, run.losses, settings.steps);
+        result.textContent = ARMS[r.arm] + ", " + r.steps + " steps at \u03c4 " + r.tau + " (seed " + r.seed + "): the " +
+          "steps article beats its look-alike on " + fixed(r.accuracy, 3) + " of the held-out questions (untouched " +
+          fixed(state.untouched.accuracy, 3) + "); the password steps rank " + r.passwordRank + " of 32 (untouched " +
+          state.untouched.passwordRank + ").";
+        showRuns();
+        showMoved(run.W);
+      });
+    }
+
+    function showOwn(text, ranking) {
+      clear(ownList);
+      state.own = { question: text, ranking: ranking.slice(0, 5) };
+      ranking.slice(0, 5).forEach(function (row, k) {
+        var right = make("button", { type: "button", "class": "live-why", text: "Right article",
+          "aria-label": "Right article for your question: " + row.id });
+        var wrong = make("button", { type: "button", "class": "live-why", text: "Wrong: its look-alike",
+          "aria-label": "Wrong for your question, its look-alike: " + row.id });
+        right.addEventListener("click", function () { mark(text, row.id, "answer"); });
+        wrong.addEventListener("click", function () { mark(text, row.id, "lookAlike"); });
+        var i = set.articles.ids.indexOf(row.id);
+        ownList.appendChild(make("li", {}, [make("span", { "class": "live-cos", text: fixed(row.cosine, 3) }), " ",
+          make("span", { "class": "live-doc" }, [quoted(set.articles.texts[i], 90), " ", make("span", { "class": "live-id", text: row.id }),
+            " ", right, " ", wrong])]));
+      });
+    }
+
+    function mark(question, id, what) {
+      var p = null;
+      for (var k = 0; k < state.pairs.length; k++) if (state.pairs[k].question === question) p = state.pairs[k];
+      if (!p) {
+        if (what === "lookAlike") {
+          ownMessage.textContent = "First choose this question's right article, then a wrong one.";
+          return;
+        }
+        p = { question: question, answer: id, lookAlike: null };
+        state.pairs.push(p);
+      } else {
+        p[what] = id;
+      }
+      ownMessage.textContent = "";
+      showPairs();
+    }
+
+    function showPairs() {
+      clear(pairsList);
+      state.pairs.forEach(function (p, k) {
+        var remove = make("button", { type: "button", "class": "live-why", text: "Remove",
+          "aria-label": "Remove the pair " + p.question });
+        remove.addEventListener("click", function () {
+          state.pairs.splice(k, 1);
+          showPairs();
+        });
+        pairsList.appendChild(make("li", {}, [quoted(p.question, 50) + " \u2192 " + p.answer +
+          (p.lookAlike ? " (look-alike " + p.lookAlike + ")" : ""), " ", remove]));
+      });
+    }
+
+    ownForm.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var text = own.value.trim();
+      if (!text) {
+        ownMessage.textContent = "Type a question first.";
+        return;
+      }
+      ownMessage.textContent = "";
+      Promise.all([ensure(), loadLab()]).then(function (got) {
+        return got[0].models.minilm.embed(text);
+      }).then(function (e) {
+        vectorOf[text] = e.vector;
+        showOwn(text, rankingOf(lastW || mod.identity(set.meta.dim), e.vector));
+        if (lastW) ownMessage.textContent = "Ranked with the adapter of your last run on.";
+      }, function (err) {
+        if (!(err && err.handled)) ownMessage.textContent = "Your question could not be ranked here (" +
+          String((err && (err.reason || err.message)) || err).slice(0, 160) + ").";
+      });
+    });
+
+    if (reason) {
+      [train, find].forEach(function (b) { b.disabled = true; });
+      f.fallback(reason);
+    }
+  }
+
   // ---- start --------------------------------------------------------------------------------
 
   var KINDS = { search: function (div) { searchDemo(div, "search"); }, compare: function (div) { searchDemo(div, "compare"); },
-    pooling: poolingDemo, infonce: infonceDemo, batch: batchDemo };
+    pooling: poolingDemo, infonce: infonceDemo, batch: batchDemo, adapter: adapterDemo };
 
   live.start = function (demos) {
     Array.prototype.forEach.call(demos, function (div) {
@@ -951,7 +1294,7 @@
       if (div.labsLive) return; // built already
       div.classList.add("live-built");
       if (!KINDS.hasOwnProperty(kind)) {
-        div.textContent = "Unknown live demo kind " + JSON.stringify(kind) + " (search, pooling, infonce, compare, batch).";
+        div.textContent = "Unknown live demo kind " + JSON.stringify(kind) + " (search, pooling, infonce, compare, batch, adapter).";
         return;
       }
       KINDS[kind](div);

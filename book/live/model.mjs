@@ -214,3 +214,45 @@ export async function prepare(needs, onProgress) {
     for (const e of mine) listeners.delete(e.path);
   }
 }
+
+let lookalike = null;
+
+async function sha256Hex(bytes) {
+  if (!(self.crypto && crypto.subtle)) return null; // not a secure origin: the size is checked only
+  const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * Lesson 5's look-alike set for the adapter demo, without the model or its thread: manifest.json's
+ * ``sets.lookalike`` (texts, blocks, settings) and its vectors (one Float32Array of ``rows x dim``,
+ * the numbers the Python experiment trains on), fetched from the book (about 1 MB: one fetch, no
+ * long task) and checked against the manifest's size and SHA-256. Resolves to {meta, table}.
+ */
+export function lookalikeSet() {
+  if (!lookalike) {
+    lookalike = manifest().then(async (m) => {
+      const set = m.sets.lookalike;
+      if (!set) throw new FileProblem("manifest.json", "has no look-alike set: rebuild the book with make book");
+      const entry = set.vectors.minilm;
+      let response;
+      try {
+        response = await fetch(new URL(entry.path, BASE));
+      } catch (err) {
+        throw new FileProblem(entry.path, `could not be fetched (${err.message})`);
+      }
+      if (!response.ok) throw new FileProblem(entry.path, `is missing from this book (HTTP ${response.status}): rebuild it with make book`);
+      const bytes = new Uint8Array(await response.arrayBuffer());
+      if (bytes.length !== entry.bytes || bytes.length !== set.rows * set.dim * 4) {
+        throw new FileProblem(entry.path, `does not hold ${set.rows} vectors of ${set.dim} numbers: rebuild the book with make book`);
+      }
+      const hash = await sha256Hex(bytes);
+      if (hash !== null && hash !== entry.sha256) {
+        throw new FileProblem(entry.path, "is not the file this book was built with (its SHA-256 differs): rebuild the book with make book");
+      }
+      return { meta: set, table: new Float32Array(bytes.buffer, 0, bytes.length / 4) }; // little-endian, as the build wrote it
+    });
+    lookalike.catch(() => { lookalike = null; });
+  }
+  return lookalike;
+}

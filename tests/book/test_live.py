@@ -816,6 +816,7 @@ LESSON_DEMOS = {
     "notebooks/01_pooling.html": [("search", None), ("pooling", None)],
     "notebooks/03_infonce.html": [("infonce", "0.5")],
     "notebooks/04_temperature.html": [("infonce", "0.05")],
+    "notebooks/05_hard_negatives.html": [("adapter", None)],
     "notebooks/06_mining.html": [("batch", None)],
     "notebooks/07_finetuning.html": [("compare", None)],
 }

@@ -139,3 +139,16 @@ def test_one_tokenizer_only_when_the_two_agree(tmp_path):
     other.write_text(json.dumps({**spec, "model": {"vocab": {"[PAD]": 0, "hullo": 1}}}))
     with pytest.raises(live_model.BuildError, match=f"{other} tokenizes differently from {one}"):
         live_model._same_tokenizer(one, other)
+
+
+def test_the_lookalike_vectors_follow_the_experiments_code():
+    """The look-alike set's stamp covers every file whose bytes shape the experiment's numbers (its
+    CODE_FILES), so an edit there rebuilds the page's vectors; the blocks are the experiment's calls."""
+    tree = ast.parse((ROOT / "benchmarks" / "lookalike_experiment.py").read_text(encoding="utf-8"))
+    code_files = next(ast.literal_eval(s.value) for s in tree.body if isinstance(s, ast.Assign)
+                      and getattr(s.targets[0], "id", None) == "CODE_FILES")
+    assert set(code_files) <= set(live_model.LOOKALIKE_CODE)
+    stamp = live_model._stamp_lookalike({"versions": {"torch": "1"}, "weights": {"model.safetensors": "x"}})
+    assert set(stamp["sources"]) == set(live_model.LOOKALIKE_CODE)
+    assert live_model.LOOKALIKE_BLOCKS == ("Q", "P", "L", "Qh", "Ph", "Lh", "D")
+    assert "adapter.mjs" in live_model.PAGE_FILES
