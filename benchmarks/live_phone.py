@@ -18,7 +18,9 @@ For each build it reports, from a fresh browser (an empty cache):
 - the lesson page itself before any demo is used: seconds to ``load`` and MB on the wire;
 - lesson 1's search: a question typed, until the page's own ranking of it (not a stored one);
   lesson 7's comparison likewise (two models): seconds and MB on the wire from the first key;
-- the longest task on the page's main thread during that time (``longtask`` observer);
+- the longest task on the page's main thread during that time (``longtask`` observer), and each
+  long animation frame over 200 ms with the scripts that ran in it (file, what called it, ms) and
+  the rest of its time (style, layout, paint, and what the machine's other jobs took);
 - on a desktop profile (1280 px, no throttling): lesson 1's first ranking cold, then warm (a
   reload: the model from this browser's Cache Storage), and the next question's latency in the
   page (median of ``--queries``) against sentence-transformers in Python on this machine.
@@ -54,9 +56,19 @@ DESKTOP = {"viewport": {"width": 1280, "height": 900}}
 RATE = 20e6 / 8  # bytes a second, down
 LATENCY = 0.040  # seconds before each response
 CPU = 4
-LONG_TASKS = """window.__longTasks = [];
+LONG_TASKS = """window.__longTasks = []; window.__frames = [];
 new PerformanceObserver(l => { for (const e of l.getEntries()) window.__longTasks.push([e.startTime, e.duration]); })
-    .observe({type: 'longtask', buffered: true});"""
+    .observe({type: 'longtask', buffered: true});
+new PerformanceObserver(l => { for (const f of l.getEntries()) window.__frames.push([f.startTime, f.duration,
+    (f.scripts || []).map(s => [s.duration, s.sourceURL.split('?')[0].split('/').slice(-2).join('/'), s.invoker,
+    s.forcedStyleAndLayoutDuration])]); }).observe({type: 'long-animation-frame', buffered: true});"""
+LONG = 200  # ms: a main-thread task the reader feels
+#: What the long animation frames over LONG ms spent their time on: the scripts in them (file, invoker,
+#: ms), and the rest of the frame (style, layout, paint, and what the machine's other jobs took).
+FRAMES = """([t0, long]) => window.__frames.filter(f => f[0] >= t0 && f[1] > long).map(f => ({ms: Math.round(f[1]),
+    scripts: f[2].filter(s => s[0] >= 20).map(s => `${s[1] || '(none)'} ${s[2]} ${Math.round(s[0])} ms`
+        + (s[3] >= 20 ? ` (forced layout ${Math.round(s[3])} ms)` : '')),
+    rest_ms: Math.round(f[1] - f[2].reduce((a, s) => a + s[0], 0))}))"""
 QUESTION = "my kettle is leaking water"
 WAIT = """([kind, want]) => new Promise((ok, no) => { const t0 = Date.now(); (function poll() {
     const d = document.querySelector('.live-demo[data-live=' + kind + ']'), s = d && d.labsLive;
@@ -149,11 +161,13 @@ def first_ranking(chromium, base: str, kind: str, profile: dict, cpu: int, link:
     page.keyboard.type(QUESTION)
     done = page.evaluate(WAIT, [kind, QUESTION])
     tasks = page.evaluate("t0 => window.__longTasks.filter(e => e[0] >= t0).map(e => e[1])", t0)
+    frames = page.evaluate(FRAMES, [t0, LONG])
     loaded = page.evaluate(f"() => document.querySelector('.live-demo[data-live={kind}]').labsLive.loaded || null")
     in_worker = page.evaluate("() => performance.getEntriesByType('resource').some(e => e.name.includes('/live/worker.mjs'))")
     out = {"page_s": round(page_s, 2), "page_MB": round(page_bytes / 1e6, 2),
            "first_ranking_s": round((done - t0) / 1000, 2), "MB": round(link.sent / 1e6, 2),
-           "longest_task_ms": round(max(tasks, default=0)), "long_tasks": len(tasks), "model_in_worker": in_worker}
+           "longest_task_ms": round(max(tasks, default=0)), "long_tasks": len(tasks), "model_in_worker": in_worker,
+           "frames_over_200ms": frames}
     if in_worker and loaded and cpu > 1:
         out["worker_session_s"] = round(loaded["sessionSeconds"], 2)
         out["worker_4x_estimate_s"] = round(out["first_ranking_s"] + (cpu - 1) * loaded["sessionSeconds"], 2)
@@ -240,10 +254,13 @@ def main(argv: list[str] | None = None) -> dict:
         for kind in LESSONS:
             p = r[f"phone_{kind}"]
             print(f"  phone, {LESSONS[kind]}: page {p['page_s']} s / {p['page_MB']} MB before any demo; "
-                  f"typed question to the first ranking {p['first_ranking_s']} s, {p['MB']} MB on the wire; "
+                  f"typed question to the first ranking {p['first_ranking_s']} s, {p['MB']} MB on the wire "
+                  f"({p['MB'] * 1e6 / RATE:.1f} s of them on the link alone); "
                   f"longest main-thread task {p['longest_task_ms']} ms ({p['long_tasks']} over 50 ms)"
                   + (f"; the worker's model start {p['worker_session_s']} s at full speed, so about "
                      f"{p['worker_4x_estimate_s']} s with it slowed {CPU}x too" if "worker_4x_estimate_s" in p else ""))
+            for f in p["frames_over_200ms"]:
+                print(f"    a {f['ms']} ms frame: {'; '.join(f['scripts']) or 'no script over 20 ms'}; the rest {f['rest_ms']} ms")
         print(f"  desktop, lesson 1: cold {r['desktop_cold']['first_ranking_s']} s ({r['desktop_cold']['MB']} MB), "
               f"warm {r['desktop_warm']['first_ranking_s']} s ({r['desktop_warm']['MB']} MB); next question "
               f"{r['query_ms_page']} ms in the page against {out['query_ms_sentence_transformers']} ms in Python "

@@ -6,10 +6,13 @@ fetch, from the installed packages alone, into OUT (default ``_live``, never com
 
 ==================================  ==========================================================
 OUT/site/live/                      copied into the built book by Sphinx (``html_extra_path``)
-  models/minilm/                    the packaged all-MiniLM-L6-v2: ``config.json``,
-                                    ``onnx/model_quantized.onnx.gz`` (8-bit weights: `quantize`;
-                                    gzipped: static hosts serve ``.onnx`` as it is, and 23.7 MB
-                                    gzip to 18.5; the worker inflates it)
+  models/minilm/                    the packaged all-MiniLM-L6-v2 (8-bit weights: `quantize`) in two
+                                    parts (`split_table`): ``onnx/body_quantized.onnx.gz``, all but
+                                    the token table (11.9 MB, gzipped to 10.5: static hosts serve
+                                    ``.onnx`` as it is; the worker inflates it), and ``table/``, the
+                                    table's 30,522 rows of 384 8-bit numbers in files of TABLE_ROWS
+                                    rows with their ``index.json``: the page fetches only the files
+                                    holding its texts' tokens (a question: about 8 files, 0.2 MB)
   models/minilm-helpdesk/           the same, fine-tuned the way lesson 7 fine-tunes it
   tokenizer/                        ``tokenizer.json``, ``tokenizer_config.json``: one for both
                                     models (fine-tuning leaves the vocabulary as it was)
@@ -30,12 +33,14 @@ OUT/site/live/                      copied into the built book by Sphinx (``html
                                     lesson 5's adapter, trained in the page)
   maths.js                          maths.mjs as a classic script, for demos.js
 OUT/work/                           the fp32 exports, the fine-tuned sentence-transformers folder
-                                    (the browser tests compare against them) and the stamps
+                                    (the browser tests compare against them), each 8-bit model's
+                                    two parts (``split/``) and the stamps
 ==================================  ==========================================================
 
 The export: ``torch.onnx.export`` (dynamo, opset 18) of the BertModel wrapped to return
 ``last_hidden_state``, with dynamic batch and sequence. Then its weights become 8-bit integers
-(`quantize`): the token embeddings by onnxruntime's ``quantize_dynamic`` (int8, per channel),
+(`quantize`): the embedding tables by onnxruntime's ``quantize_dynamic`` (asked for int8 per
+channel, it gives each lookup table uint8 with one scale and zero point for the whole table),
 every matrix of the layers by its ``MatMulNBitsQuantizer`` (8 bits, symmetric, one scale per
 block of 128 numbers), which keeps the activations in float32. The same file size as
 ``quantize_dynamic`` on everything (23.7 MB), but that one also rounds every activation to 8 bits
@@ -66,6 +71,19 @@ zero points to come near it, and then saves 2.6 MB. Every export is checked agai
 sentence-transformers model it came from before anything is written: the fp32 export within
 FP32_TOLERANCE, the 8-bit one within INT8_TOLERANCE (largest difference of normalized vectors on
 CHECK_TEXTS).
+
+What the page fetches of the 8-bit model, measured on 2026-12-07: the token table is 11.7 of its
+23.7 MB (it gzips to 8.0), yet the documents' vectors are stored, so a page only ever runs the
+model on the reader's own texts and needs only their tokens' rows. So the model goes to the page
+in two parts (`split_table`): the body (11.9 MB, 10.5 gzipped), which takes the table's rows in
+place of the token ids, and the table in 477 files of TABLE_ROWS rows (24,576 bytes each), of
+which lesson 1's 164 help questions touch 8 on average (12 at most: about 0.2 MB) and its
+articles 15. The rows are the table's own bytes, its scale and zero point stay in the body, so
+the numbers are the whole model's: `split_table` checks that the token vectors are equal, exactly.
+Fine-tuning moved every row of the float table (weight decay), by at most 5.4e-4, less than one
+step of the 8-bit table (0.0061): after rounding, 6,575 of the 30,522 rows and 459 of the 477
+files differ, so lesson 7's model has a table of its own, and its comparison fetches a question's
+rows under each model.
 
 The fine-tuned model is trained by ``labs.retrieval.training.train`` with lesson 7's CPU settings
 (LESSON7_SETTINGS; tests/tools/test_live_model.py holds them to the notebook's training cell) on
@@ -113,6 +131,8 @@ POOLING_PAIR = ("A cat sleeps on the mat.", "My kitten is asleep on the soft rug
 FP32_TOLERANCE = 1e-4  # the fp32 export against sentence-transformers (measured: about 2e-7)
 INT8_TOLERANCE = 0.03  # the 8-bit export against sentence-transformers (measured: about 0.011)
 NBITS_BLOCK = 128  # numbers per scale of the 8-bit matrices
+TABLE_ROWS = 64  # token-table rows per file the page fetches (24,576 bytes): a question needs about 8 such files
+WORD_TABLE = "model.embeddings.word_embeddings.weight_quantized"  # the 8-bit token table in the export
 WEIGHTS = "8-bit weights"  # what the page says of the model files (manifest dtype)
 CHECK_TEXTS = ("how do I factory reset my router", "The kettle is covered for two years.",
                "Wipe the camera with a dry soft cloth.", "¿Dónde está la estación? 東京 🚲")
@@ -253,6 +273,24 @@ class OnnxEncoder:
         return np.concatenate(rows)
 
 
+class RowsEncoder(OnnxEncoder):
+    """`OnnxEncoder` on `split_table`'s body (the model without its token table): fed the table's rows
+    of each text's tokens (``table``: (V, D) uint8, into the input ``rows_input``), as the page feeds it."""
+
+    def __init__(self, onnx_file: Path, folder: Path, limit: int, table: np.ndarray, rows_input: str):
+        super().__init__(onnx_file, folder, limit)
+        self.table = table
+        self.rows_input = rows_input
+
+    def grid(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(token vectors (B, T, D) float32, attention mask (B, T), token ids (B, T)), padded to the longest."""
+        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.limit, return_tensors="np")
+        ids = enc["input_ids"].astype(np.int64)
+        feed = {self.rows_input: self.table[ids], "attention_mask": enc["attention_mask"].astype(np.int64),
+                "token_type_ids": enc["token_type_ids"].astype(np.int64)}
+        return self.session.run(["last_hidden_state"], feed)[0], feed["attention_mask"], ids
+
+
 def ranking(vectors: np.ndarray, query: np.ndarray, ids: Sequence[str], k: int = TOP_K) -> list[dict]:
     """The k best documents for one query vector: [{id, cosine}], best first (ties: document order)."""
     scores = vectors.astype(np.float64) @ query
@@ -332,6 +370,97 @@ def quantize(fp32: Path, out: Path) -> None:
         matrices.model.save_model_to_file(str(out), use_external_data_format=False)
     finally:
         tables.unlink(missing_ok=True)
+
+
+def split_table(model: Path, out: Path, folder: Path, limit: int) -> dict:
+    """The 8-bit ``model`` in two parts, as the page fetches it: ``out/body_quantized.onnx``, the model
+    without its token table (30,522 x 384 8-bit numbers, half the file), which takes the table's rows of
+    a text's tokens (uint8 (B, T, D), the input the table's lookup fed) in place of the token ids, and
+    ``out/table/``: the table's rows, TABLE_ROWS a file (``0000.bin``, ...: raw uint8, row after row),
+    listed in ``index.json`` with each file's SHA-256, the input's name and the table's shape. The
+    numbers are the model's own (the scale and zero point stay in the body), so the page computes what
+    the whole model computes: checked here, the same token vectors exactly on CHECK_TEXTS (tokenizer
+    from ``folder``, texts cut at ``limit``). Returns the index."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    proto = onnx.load(str(model))
+    graph = proto.graph
+    lookups = [n for n in graph.node if n.op_type == "Gather" and n.input[0] == WORD_TABLE]
+    if len(lookups) != 1 or lookups[0].input[1] != "input_ids":
+        raise BuildError(f"{model}: expected one lookup of {WORD_TABLE} by input_ids, found {len(lookups)}; "
+                         "the export changed, update split_table in tools/live_model.py")
+    lookup = lookups[0]
+    if any("input_ids" in n.input for n in graph.node if n is not lookup):
+        raise BuildError(f"{model}: input_ids feeds more than the token table's lookup; update split_table")
+    init = next(i for i in graph.initializer if i.name == WORD_TABLE)
+    table = numpy_helper.to_array(init)
+    if table.dtype != np.uint8 or table.ndim != 2:
+        raise BuildError(f"{model}: the token table is {table.dtype} {table.shape}, expected uint8 rows; update split_table")
+    graph.node.remove(lookup)
+    graph.initializer.remove(init)
+    rows_input = lookup.output[0]
+    at = [i.name for i in graph.input].index("input_ids")
+    graph.input.remove(graph.input[at])
+    graph.input.insert(at, helper.make_tensor_value_info(rows_input, TensorProto.UINT8, ["batch", "sequence", table.shape[1]]))
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(out / "body_quantized.onnx"))
+
+    files = out / "table"
+    files.mkdir()
+    hashes = []
+    for i, start in enumerate(range(0, len(table), TABLE_ROWS)):
+        path = files / f"{i:04d}.bin"
+        path.write_bytes(table[start:start + TABLE_ROWS].tobytes())
+        hashes.append(sha256(path))
+    index = {"input": rows_input, "rows": int(table.shape[0]), "dim": int(table.shape[1]), "rowsPerFile": TABLE_ROWS,
+             "files": hashes}
+    _write_json(files / "index.json", index)
+
+    whole = OnnxEncoder(model, folder, limit)
+    parts = RowsEncoder(out / "body_quantized.onnx", folder, limit, load_table(files / "index.json"), rows_input)
+    for texts in ([t] for t in CHECK_TEXTS), [list(CHECK_TEXTS)]:  # each alone, and padded in one batch
+        for batch in texts:
+            want, got = whole.grid(batch)[0], parts.grid(batch)[0]
+            if not np.array_equal(want, got):
+                raise BuildError(f"{out / 'body_quantized.onnx'} with its table's rows differs from {model} by "
+                                 f"{float(np.abs(want - got).max()):.2g}: the split must not change a number")
+    return index
+
+
+def load_table(index_file: Path) -> np.ndarray:
+    """The token table (rows, dim) uint8 from `split_table`'s files, each checked against its SHA-256."""
+    index = json.loads(index_file.read_text())
+    parts = []
+    for i, digest in enumerate(index["files"]):
+        path = index_file.parent / f"{i:04d}.bin"
+        if sha256(path) != digest:
+            raise BuildError(f"{path} is not the file {index_file} lists (its SHA-256 differs)")
+        parts.append(np.frombuffer(path.read_bytes(), dtype=np.uint8))
+    table = np.concatenate(parts)
+    if table.size != index["rows"] * index["dim"]:
+        raise BuildError(f"{index_file.parent}: {table.size} numbers, expected {index['rows']} x {index['dim']}")
+    return table.reshape(index["rows"], index["dim"])
+
+
+def _split(work: Path) -> Path:
+    """``work/split``: `split_table` of the model built in ``work`` (made again when that model or the
+    split's code changed; a stamp says which)."""
+    model = work / "model_quantized.onnx"
+    stamp = {"model": sha256(model), "code": _code(split_table, load_table, OnnxEncoder, RowsEncoder, TABLE_ROWS, WORD_TABLE, CHECK_TEXTS)}
+    folder = work / "split"
+    if _up_to_date(folder, stamp):
+        return folder
+    checks = json.loads((work / "checks.json").read_text())
+    scratch = _scratch(folder)
+    try:
+        split_table(model, scratch, work, checks["max_tokens"])  # work holds the tokenizer files the page reads
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    _write_json(scratch / "stamp.json", stamp)
+    _replace_folder(scratch, folder)
+    return folder
 
 
 # ---- the two models ------------------------------------------------------------------------
@@ -657,16 +786,20 @@ def assemble(out: Path) -> dict:
     for key, (name, work, label) in labels.items():
         folder = live / "models" / name
         _link(work / "config.json", folder / "config.json")
-        packed = _gzipped(work / "model_quantized.onnx")
+        split = _split(work)
+        body = split / "body_quantized.onnx"
+        packed = _gzipped(body)
         _link(packed, folder / "onnx" / packed.name)
+        for path in (split / "table").iterdir():
+            _link(path, folder / "table" / path.name)
         checks = json.loads((work / "checks.json").read_text())
         manifest["models"][key] = {
             "label": label, "dtype": WEIGHTS, "maxTokens": checks["max_tokens"],
             "files": {"tokenizer": _file_entry(live, tokenizer / "tokenizer.json"),
                       "tokenizerConfig": _file_entry(live, tokenizer / "tokenizer_config.json"),
                       "model": {**_file_entry(live, folder / "onnx" / packed.name),
-                                "raw": {"bytes": (work / "model_quantized.onnx").stat().st_size,
-                                        "sha256": sha256(work / "model_quantized.onnx")}}}}
+                                "raw": {"bytes": body.stat().st_size, "sha256": sha256(body)}},
+                      "table": _file_entry(live, folder / "table" / "index.json")}}
     vectors = live / "vectors"
     _link(minilm / "search.f32", vectors / "search-minilm.f32")
     for key in ("minilm", "tuned"):

@@ -168,7 +168,8 @@
       report.cachedBytes > 0 ? " (" + mb(report.fetchedBytes) + " MB from the book)" : "";
     return "Model: " + report.labels.join(" and ") + ", " + report.dtype + "; " + mb(report.totalBytes) + " MB" +
       where + (report.sharedBytes ? " (+" + mb(report.sharedBytes) + " MB shared with another demo)" : "") +
-      " in " + report.seconds.toFixed(1) + " s. Your text stays in this page.";
+      " in " + report.seconds.toFixed(1) + " s" + (report.byRow ? " (of its word table, only the rows your text needs)" : "") +
+      ". Your text stays in this page.";
   }
 
   /** The parts every model demo has: a progress line (under the box, while the model loads), a
@@ -445,7 +446,9 @@
       state.count = r.count;
       state.message = r.cut ? "cut" : null;
       state.stored = false;
-    }, function () {
+    }, function (err) {
+      // a file that failed after the load (a file of the token table) is named, as a load's failure is
+      if (err && !err.handled && !err.aborted) f.fallback(describe(err));
       showStored(input.value);
     });
 

@@ -112,7 +112,7 @@ export class Model {
     this.maxTokens = spec.maxTokens;
   }
 
-  /** Token vectors of a batch padded to its longest text: {tokens, ids, mask (B x T), grid (Float32Array B*T*D), B, T, D, cut, counts, ms}. */
+  /** Token vectors of a batch padded to its longest text: {tokens, ids, mask (B x T), grid (Float32Array B*T*D), B, T, D, cut, counts, ms, rowsMs}. */
   grid(texts) {
     return call("grid", { key: this.key, texts });
   }
@@ -202,6 +202,7 @@ export async function prepare(needs, onProgress) {
       seconds: (performance.now() - started) / 1000, totalBytes: total, fetchedBytes: fetched, cachedBytes: cached,
       sharedBytes: shared, sessionSeconds: loaded.reduce((sum, model) => sum + (model.sessionSeconds || 0), 0),
       labels: needs.models.map((k) => m.models[k].label), dtype: m.models[needs.models[0]].dtype,
+      byRow: needs.models.some((k) => Boolean(m.models[k].files.table)), // the token table: only the rows a text needs, on use
       modelBytes: needs.models.map((k) => m.models[k].files.model.bytes),
       runtime: m.runtime.versions,
     };

@@ -16,6 +16,12 @@
 // the model's token limit the way sentence-transformers cuts it ([CLS], the first limit - 2
 // tokens, [SEP]); a batch is padded to its longest text with [PAD] and an attention mask of 0;
 // the model returns one vector per token (last_hidden_state).
+//
+// The model file holds everything but its token table (30,522 rows of 384 8-bit numbers, half the
+// model): a text needs only its own tokens' rows, so the worker fetches the table's files that hold
+// them (spec.files.table: their index, TABLE_ROWS rows a file; tools/live_model.py, split_table),
+// keeps them, and feeds the model those rows in place of the token ids. The numbers are the whole
+// model's. A model without spec.files.table takes the token ids itself.
 
 import { env, BertTokenizer } from "./runtime/transformers.web.min.js";
 import * as ort from "./runtime/ort.wasm.bundle.min.mjs";
@@ -186,9 +192,9 @@ async function fetchChecked(entry, signal) {
   if (cache) {
     try {
       await cache.put(key, new Response(bytes));
-      for (const old of await cache.keys()) {
+      for (const old of await cache.keys(url, { ignoreSearch: true })) {
         // an earlier build's copy of this file
-        if (old.url.startsWith(`${url}?`) && old.url !== key) await cache.delete(old);
+        if (old.url !== key) await cache.delete(old);
       }
     } catch (err) {
       // the cache is full or refused: the file is used anyway
@@ -215,7 +221,37 @@ function serially(job) {
 
 let runtime = null; // Promise: the WebAssembly binary in place
 const tokenizers = new Map(); // tokenizer path -> Promise<BertTokenizer>: both models read the same one
-const models = new Map(); // key -> Promise<{tokenizer, session, maxTokens, padId}>
+const models = new Map(); // key -> Promise<{tokenizer, session, maxTokens, padId, table}>
+
+/** The token table's index (spec.files.table), checked: {input, rows, dim, rowsPerFile, files: [sha256]} and where its files are. */
+async function loadTable(spec) {
+  const entry = spec.files.table;
+  const index = json(entry, await fetchFile(entry));
+  const ok = index && typeof index.input === "string" && Number.isInteger(index.rows) && Number.isInteger(index.dim) &&
+    Number.isInteger(index.rowsPerFile) && Array.isArray(index.files) && index.files.length === Math.ceil(index.rows / index.rowsPerFile);
+  if (!ok) throw new FileProblem(entry.path, "is not a token table's index. Rebuild the book with make book");
+  return { ...index, folder: entry.path.slice(0, entry.path.lastIndexOf("/") + 1) };
+}
+
+/** The checked file of the table that holds row ``f * rowsPerFile`` onwards. */
+function tableFile(table, f) {
+  const rows = Math.min(table.rowsPerFile, table.rows - f * table.rowsPerFile);
+  return { path: `${table.folder}${String(f).padStart(4, "0")}.bin`, bytes: rows * table.dim, sha256: table.files[f] };
+}
+
+/** The table's rows of a batch's token ids (BigInt64Array B*T), fetching the files that hold them: Uint8Array B*T*D. */
+async function tableRows(table, ids) {
+  const wanted = [...new Set(Array.from(ids, (id) => Math.floor(Number(id) / table.rowsPerFile)))];
+  const got = new Map(await Promise.all(wanted.map(async (f) => [f, await fetchFile(tableFile(table, f))])));
+  const D = table.dim;
+  const rows = new Uint8Array(ids.length * D);
+  ids.forEach((id, at) => {
+    const n = Number(id);
+    const start = (n % table.rowsPerFile) * D;
+    rows.set(got.get(Math.floor(n / table.rowsPerFile)).subarray(start, start + D), at * D);
+  });
+  return rows;
+}
 
 function loadTokenizer(spec) {
   const path = spec.files.tokenizer.path;
@@ -237,7 +273,8 @@ function loadModel(key, spec, wasmEntry) {
   }
   if (!models.has(key)) {
     const pending = (async () => {
-      const [tokenizer, modelBytes] = await Promise.all([loadTokenizer(spec), fetchFile(spec.files.model), runtime]);
+      const [tokenizer, modelBytes, , table] = await Promise.all([loadTokenizer(spec), fetchFile(spec.files.model), runtime,
+        spec.files.table ? loadTable(spec) : null]);
       let session;
       const started = performance.now();
       try {
@@ -248,7 +285,7 @@ function loadModel(key, spec, wasmEntry) {
         throw new FileProblem(spec.files.model.path, `could not be read as a model (${String(err.message || err).slice(0, 160)}). Rebuild the book with make book`);
       }
       files.delete(spec.files.model.path); // the session holds the weights now: the bytes can go
-      return { tokenizer, session, maxTokens: spec.maxTokens, padId: tokenizer.pad_token_id,
+      return { tokenizer, session, table, maxTokens: spec.maxTokens, padId: tokenizer.pad_token_id,
         sessionSeconds: (performance.now() - started) / 1000 };
     })();
     models.set(key, pending);
@@ -265,7 +302,7 @@ function tokenize(model, text) {
   return { tokens, ids: model.tokenizer.convert_tokens_to_ids(tokens), count: pieces.length + 2, cut: pieces.length > room };
 }
 
-/** Token vectors of a batch padded to its longest text: {tokens, ids, mask (B x T), grid (Float32Array B*T*D), B, T, D, cut, counts, ms}. */
+/** Token vectors of a batch padded to its longest text: {tokens, ids, mask (B x T), grid (Float32Array B*T*D), B, T, D, cut, counts, ms (the model's run), rowsMs (the table's rows, fetched if new)}. */
 async function grid(key, texts) {
   const model = await models.get(key);
   const parts = texts.map((t) => tokenize(model, t));
@@ -294,10 +331,15 @@ async function grid(key, texts) {
     tokens.push(tokenRow);
   });
   const feeds = {
-    input_ids: new ort.Tensor("int64", ids, [B, T]),
     attention_mask: new ort.Tensor("int64", mask, [B, T]),
     token_type_ids: new ort.Tensor("int64", new BigInt64Array(B * T), [B, T]),
   };
+  const fetching = performance.now();
+  if (model.table) {
+    feeds[model.table.input] = new ort.Tensor("uint8", await tableRows(model.table, ids), [B, T, model.table.dim]);
+  } else {
+    feeds.input_ids = new ort.Tensor("int64", ids, [B, T]);
+  }
   const started = performance.now();
   const out = await serially(() => model.session.run(feeds));
   const hidden = out.last_hidden_state;
@@ -305,6 +347,7 @@ async function grid(key, texts) {
   return {
     tokens, ids: idRows, mask: maskRows, grid: data, B, T, D: hidden.dims[2],
     cut: parts.map((p) => p.cut), counts: parts.map((p) => p.count), ms: performance.now() - started,
+    rowsMs: started - fetching,
   };
 }
 

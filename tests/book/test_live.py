@@ -41,7 +41,7 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 INT8_TOLERANCE = 0.03  # a cosine, page (8-bit weights, query and documents) against sentence-transformers (fp32)
 FP32_TOLERANCE = 1e-5
 EXACT = 1e-9  # float64 arithmetic, page against labs
-MODEL_FILE = "live/models/minilm/onnx/model_quantized.onnx.gz"
+MODEL_FILE = "live/models/minilm/onnx/body_quantized.onnx.gz"
 LONG = ("My router blinks orange and will not reset even after I hold the button. " * 200)[:10_000]
 TEXTS = [
     "how do I factory reset my router",
@@ -209,6 +209,7 @@ def test_fp32_export_matches_python(book, site, fresh, minilm, manifest, search_
     (site / "live/models/minilm/onnx/model.onnx").symlink_to(fp32)
     changed["models"]["minilm"]["files"]["model"] = {"path": "models/minilm/onnx/model.onnx", "bytes": fp32.stat().st_size,
                                                      "sha256": hashlib.sha256(fp32.read_bytes()).hexdigest()}
+    del changed["models"]["minilm"]["files"]["table"]  # the whole model, its token table inside: it takes the token ids
     vectors = search_docs.astype("<f4").tobytes()
     live_page.replace_file(site, "live/vectors/search-fp32.f32", vectors)
     changed["sets"]["search"]["vectors"]["minilm"] = {"path": "vectors/search-fp32.f32", "bytes": len(vectors),
@@ -420,6 +421,39 @@ def test_bad_model_file_names_it(book, site, fresh):
     assert not s.live_errors()
 
 
+def test_token_table_comes_by_the_row(book, site, fresh, minilm, manifest):
+    """The model file holds no token table: a question fetches the table's files that hold its own
+    tokens' rows, none other, each once; a missing one is named, as a missing model file is."""
+    entry = manifest["models"]["minilm"]["files"]["table"]
+    index = json.loads((book / "live" / entry["path"]).read_text())
+    folder = "/live/" + entry["path"].rsplit("/", 1)[0] + "/"
+    per = index["rowsPerFile"]
+
+    def files(text):
+        return {f"{folder}{i // per:04d}.bin" for i in minilm.tokenizer(text)["input_ids"]}
+
+    s = fresh()
+    page = s.open()
+    asked = ["my kettle is leaking water", "my kettle is leaking", "Wipe the camera with a dry soft cloth."]
+    for text in asked:
+        ask(page, "search", text)
+    fetched = [p for p in s.live_requests() if p.startswith(folder) and p.endswith(".bin")]
+    assert sorted(fetched) == sorted(set().union(*map(files, asked))), fetched  # each once, only these
+    assert len(fetched) * per * index["dim"] < index["rows"] * index["dim"] / 20
+
+    text = "zebra xylophone quokka"
+    missing = sorted(files(text) - set(fetched))[0].removeprefix("/")
+    live_page.replace_file(site, missing, None)
+    try:
+        demo(page, "search").locator("input").fill(text)
+        page.wait_for_function("() => document.querySelector('.live-demo[data-live=search]').labsLive.status === "
+                               "'fallback'", timeout=WAIT_MS)
+        note = demo(page, "search").locator(".live-note").inner_text()
+        assert missing in note and "is missing" in note, note
+    finally:
+        live_page.restore_file(book, site, missing)
+
+
 @pytest.mark.parametrize("how", ["file", "no-wasm", "old-browser"])
 def test_cannot_run_says_how_and_shows_the_stored_example(how, site, fresh):
     s = fresh()
@@ -457,7 +491,7 @@ def test_no_model_bytes_before_use(session, book, fresh):
     through, idle: no model byte until the reader uses a demo; a page without a demo fetches nothing
     from live/. The tests before this one show that a use loads the model."""
     assert session.before_use == BEFORE_USE
-    assert any(p.endswith("model_quantized.onnx.gz") for p in session.live_requests())
+    assert any(p.endswith("body_quantized.onnx.gz") for p in session.live_requests())
     s = fresh(viewport={"width": 1280, "height": 900})
     for rel in ["book/index.html"] + sorted(LESSON_DEMOS):
         s.requests.clear()

@@ -222,11 +222,11 @@ def test_window_problems_are_one_line(session, live_url):
 
 @pytest.fixture(scope="module")
 def onnx_encoder(book, tmp_path_factory):
-    """onnxruntime in Python on the very file the page loads (its manifest's entry, inflated when the
-    book sends it gzipped) with the page's tokenizer."""
+    """onnxruntime in Python on the very files the page loads (its manifest's entry, inflated when the
+    book sends it gzipped, fed the rows of the book's token table) with the page's tokenizer."""
     import gzip
 
-    from tools.live_model import OnnxEncoder
+    from tools.live_model import OnnxEncoder, RowsEncoder, load_table
 
     live = book / "live"
     entry = json.loads((live / "manifest.json").read_text())["models"]["minilm"]
@@ -235,7 +235,11 @@ def onnx_encoder(book, tmp_path_factory):
         raw = tmp_path_factory.mktemp("onnx") / model.stem
         raw.write_bytes(gzip.decompress(model.read_bytes()))
         model = raw
-    return OnnxEncoder(model, (live / entry["files"]["tokenizer"]["path"]).parent, entry["maxTokens"])
+    tokenizer = (live / entry["files"]["tokenizer"]["path"]).parent
+    if "table" not in entry["files"]:
+        return OnnxEncoder(model, tokenizer, entry["maxTokens"])
+    index = live / entry["files"]["table"]["path"]
+    return RowsEncoder(model, tokenizer, entry["maxTokens"], load_table(index), json.loads(index.read_text())["input"])
 
 
 def python_shares(encoder, a: str, b: str) -> dict:

@@ -7,6 +7,7 @@ import ast
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tools import live_model
@@ -152,3 +153,44 @@ def test_the_lookalike_vectors_follow_the_experiments_code():
     assert set(stamp["sources"]) == set(live_model.LOOKALIKE_CODE)
     assert live_model.LOOKALIKE_BLOCKS == ("Q", "P", "L", "Qh", "Ph", "Lh", "D")
     assert "adapter.mjs" in live_model.PAGE_FILES
+
+
+def _tiny_model(path, table: np.ndarray) -> None:
+    """A model shaped like the export where split_table looks: its token table (uint8, one scale and
+    zero point) looked up by input_ids, dequantized, then masked and shifted by the other two inputs."""
+    from onnx import TensorProto, helper, numpy_helper, save
+
+    nodes = [helper.make_node("Gather", [live_model.WORD_TABLE, "input_ids"], ["rows"]),
+             helper.make_node("DequantizeLinear", ["rows", "scale", "zero"], ["vectors"]),
+             helper.make_node("Cast", ["attention_mask"], ["m"], to=TensorProto.FLOAT),
+             helper.make_node("Cast", ["token_type_ids"], ["t"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["m", "axis"], ["m3"]), helper.make_node("Unsqueeze", ["t", "axis"], ["t3"]),
+             helper.make_node("Mul", ["vectors", "m3"], ["kept"]), helper.make_node("Add", ["kept", "t3"], ["last_hidden_state"])]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"])
+              for n in ("input_ids", "attention_mask", "token_type_ids")]
+    out = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", table.shape[1]])
+    inits = [numpy_helper.from_array(table, live_model.WORD_TABLE), numpy_helper.from_array(np.float32(0.01), "scale"),
+             numpy_helper.from_array(np.uint8(83), "zero"), numpy_helper.from_array(np.array([2], np.int64), "axis")]
+    graph = helper.make_graph(nodes, "tiny", inputs, [out], inits)
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+
+
+def test_the_token_table_is_split_out_without_changing_a_number(tmp_path):
+    """split_table: the body takes the table's rows in place of the ids and computes exactly what the
+    whole model does; the table's files hold its rows, checked by their SHA-256; a file changed is named."""
+    folder = live_model._minilm_folder()
+    rows = np.random.default_rng(0).integers(0, 256, size=(30522, 4), dtype=np.uint8)
+    _tiny_model(tmp_path / "whole.onnx", rows)
+    out = tmp_path / "split"
+    out.mkdir()
+    index = live_model.split_table(tmp_path / "whole.onnx", out, folder, 256)
+    assert index["rows"] == 30522 and index["dim"] == 4 and len(index["files"]) == -(-30522 // live_model.TABLE_ROWS)
+    assert np.array_equal(live_model.load_table(out / "table" / "index.json"), rows)
+    whole = live_model.OnnxEncoder(tmp_path / "whole.onnx", folder, 256)
+    body = live_model.RowsEncoder(out / "body_quantized.onnx", folder, 256, rows, index["input"])
+    texts = ["how do I factory reset my router", "a kettle"]
+    assert np.array_equal(whole.grid(texts)[0], body.grid(texts)[0])
+    changed = out / "table" / "0003.bin"
+    changed.write_bytes(b"\0" + changed.read_bytes()[1:])
+    with pytest.raises(live_model.BuildError, match="0003.bin is not the file .*index.json lists"):
+        live_model.load_table(out / "table" / "index.json")
