@@ -98,7 +98,8 @@ def train_slope(x: np.ndarray, y: np.ndarray, *, lr: float, batch: int, epochs: 
     weight before training and after every step), ``loss`` (the mean squared error on all the
     examples at each point of ``path``), ``steps_per_epoch`` and ``best`` (the least-squares
     weight, where the full-data loss is lowest). ``x`` and ``y`` are 1-D, of one length, finite,
-    and ``x`` is not all zero (nor so large that its squares overflow).
+    and ``x`` is not all zero (nor so large that its squares overflow). A run whose loss grows past
+    `DIVERGED` times its start (``lr`` far too large) is refused, naming ``lr``.
     """
     require(x.ndim == 1 and x.shape == y.shape and x.size > 0 and np.any(x), "x and y must be 1-D arrays of the "
             f"same length >= 1, and x not all zero; got shapes {x.shape} and {y.shape}")
@@ -121,10 +122,20 @@ def train_slope(x: np.ndarray, y: np.ndarray, *, lr: float, batch: int, epochs: 
             path.append(w)
             with np.errstate(over="ignore"):
                 loss.append(full_loss(w))
-            require(math.isfinite(loss[-1]), lambda: f"training diverged at step {len(path) - 1}: the loss "
-                    f"overflows float64 (is lr={lr!r} too large?)")
+            require(math.isfinite(loss[-1]) and loss[-1] <= DIVERGED * max(loss[0], 1.0), lambda: "training "
+                    f"diverged at step {len(path) - 1}: the loss grew {_growth(loss[-1], loss[0])} its start "
+                    f"(lr={lr!r} is too large for this x)")
     return {"path": np.array(path), "loss": np.array(loss), "steps_per_epoch": steps_per_epoch(x.size, batch),
             "best": _least_squares(x, y)}
+
+
+#: A loss this many times its start (or 1, if it started below 1) is a run that only diverges: refused.
+DIVERGED = 1e12
+
+
+def _growth(now: float, start: float) -> str:
+    """How far the loss grew, in words: "past float64's range" or "1e+12-fold"."""
+    return "past float64's range from" if not math.isfinite(now) else f"{now / max(start, 1.0):.0e}-fold from"
 
 
 def _least_squares(x: np.ndarray, y: np.ndarray) -> float:
