@@ -33,7 +33,7 @@ from functools import partial
 
 import numpy as np
 
-from labs.checks import arguments, finite_table, function, integer, number, positive, require, table
+from labs.checks import MOST, arguments, finite_table, function, integer, number, positive, require, table
 
 __all__ = ["finite_difference", "gradient_descent", "steps_per_epoch", "train_slope"]
 
@@ -64,7 +64,7 @@ def finite_difference(f: Callable[[np.ndarray], float], w: float | np.ndarray, e
     return float(grad) if grad.ndim == 0 else grad
 
 
-@arguments(grad=function, lr=partial(positive, what="a number"), steps=partial(integer, minimum=0),
+@arguments(grad=function, lr=partial(positive, what="a number"), steps=partial(integer, minimum=0, maximum=MOST),
            w0=partial(finite_table, train_with="a torch optimizer"))
 def gradient_descent(grad: Callable[[np.ndarray], np.ndarray], w0: float | np.ndarray, lr: float,
                      steps: int) -> np.ndarray:
@@ -88,7 +88,8 @@ def steps_per_epoch(n_examples: int, batch: int) -> int:
     return -(-integer(n_examples, "n_examples", 1) // integer(batch, "batch", 1))
 
 
-@arguments(x=finite_table, y=finite_table, lr=partial(positive, what="a number"), batch=partial(integer, minimum=1),
+@arguments(x=finite_table, y=finite_table, lr=partial(positive, what="a number"),
+           batch=partial(integer, minimum=1, maximum=MOST),
            epochs=partial(integer, minimum=1, maximum=100_000), seed=partial(integer, minimum=0))
 def train_slope(x: np.ndarray, y: np.ndarray, *, lr: float, batch: int, epochs: int, seed: int) -> dict:
     """Fit ``y ~ w * x`` by mini-batch gradient descent on the mean squared error.
