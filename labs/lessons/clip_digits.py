@@ -196,6 +196,8 @@ class ImageTower(nn.Module):
 
     def __init__(self, out_dim: int = 384, hidden: int = 256, in_dim: int = 64):
         super().__init__()
+        out_dim, hidden, in_dim = (integer(v, name, 1, MOST) for v, name in
+                                   ((out_dim, "out_dim"), (hidden, "hidden"), (in_dim, "in_dim")))
         self.net = nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, out_dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -111,7 +111,7 @@ def make_triples(topics: Iterable[str]) -> list[tuple[str, str, str, str]]:
     The look-alike has the same topic and the other intent: the classic hard
     negative ("my password is broken" against the password policy card).
     """
-    topics = [_topic(t) for t in texts(topics, "topics")]
+    topics = [_topic(t, "topics entry") for t in texts(topics, "topics")]
     return [(q.format(t=t), card(t, intent), card(t, _other(intent)), intent)
             for t in topics for intent in INTENTS for q in QUESTION_TEMPLATES[intent]]
 
@@ -304,6 +304,13 @@ class BiEncoder:
 
     vocab: tuple[str, ...]
     W: np.ndarray
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.vocab, tuple) and all(isinstance(w, str) for w in self.vocab) and self.vocab,
+                lambda: f"vocab must be a non-empty tuple of words (see build_vocab), got {type(self.vocab).__name__}")
+        W = finite_table(self.W, "W")
+        require(W.ndim == 2 and W.shape[0] == len(self.vocab) and W.shape[1] >= 1, f"W must be (V, d) with one row "
+                f"per word of vocab (V = {len(self.vocab)}), got shape {W.shape}")
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return normalize_rows(bag_of_words(texts, self.vocab) @ self.W)[0]

@@ -78,6 +78,7 @@ def cut(vectors: torch.Tensor, m: int) -> torch.Tensor:
 def matryoshka_loss(queries: torch.Tensor, docs: torch.Tensor, dims: Sequence[int], tau: float = 0.05,
                     weights: Sequence[float] | None = None) -> torch.Tensor:
     """Sum over m in ``dims`` of weight_m * InfoNCE(cut(queries, m), cut(docs, m), tau); weights default to 1."""
+    queries, docs = _VECTORS(queries, "queries"), _VECTORS(docs, "docs")
     weights = [1.0] * len(dims) if weights is None else weights
     require(len(weights) == len(dims), f"weights and dims differ in length: {len(weights)} vs {len(dims)}")
     return sum(w * info_nce_torch(cut(queries, m), cut(docs, m), tau) for m, w in zip(dims, weights))

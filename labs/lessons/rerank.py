@@ -345,7 +345,8 @@ def binary_cross_entropy(probabilities: Sequence[float], labels: Sequence[int]) 
 def _probabilities_and_labels(p: torch.Tensor, y: torch.Tensor) -> None:
     """The rules between `binary_cross_entropy`'s arguments: one probability in (0, 1) per label 0 or 1."""
     require(p.ndim == 1 and p.shape == y.shape and len(p) > 0,
-            f"need one probability per label, got {tuple(p.shape)} and {tuple(y.shape)}")
+            f"probabilities and labels must be 1-D, one probability per label, got shapes {tuple(p.shape)} and "
+            f"{tuple(y.shape)}")
     require(bool(((y == 0) | (y == 1)).all()), "labels must be 0 or 1")
     outside = torch.nonzero(~((p > 0) & (p < 1))).flatten().tolist()
     require(not outside, lambda: f"probabilities must lie strictly between 0 and 1, got {float(p[outside[0]])!r} at "
