@@ -502,6 +502,7 @@ def _train(hard_negatives: bool, seed: int, steps: int, batch: int, tau: float, 
     `_train_step_by_step` written out on buffers made once, with the same operations in the same
     order (so the same bits): the batch's rows are gathered before the loop, and the question and
     card rows are scaled to length 1 in one table."""
+    require(1.0 / tau < 1e300, f"tau={tau!r} is too small: the scores / tau overflow float64")
     W0, intents, topics, templates = _plan(seed, dim, batch, steps)
     W, X = W0.copy(), _batches(intents, topics, templates, hard_negatives)
     B, M = batch, X.shape[1] - batch

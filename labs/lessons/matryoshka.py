@@ -79,6 +79,10 @@ def matryoshka_loss(queries: torch.Tensor, docs: torch.Tensor, dims: Sequence[in
                     weights: Sequence[float] | None = None) -> torch.Tensor:
     """Sum over m in ``dims`` of weight_m * InfoNCE(cut(queries, m), cut(docs, m), tau); weights default to 1."""
     queries, docs = _VECTORS(queries, "queries"), _VECTORS(docs, "docs")
+    require(queries.ndim == 2 and queries.shape == docs.shape, "queries and docs must be (n, D) tables of one "
+            f"shape, got {tuple(queries.shape)} and {tuple(docs.shape)}")
+    require(max(dims) <= queries.shape[1], f"dims must be lengths from 1 to the vectors' D={queries.shape[1]}, got "
+            f"{dims}")
     weights = [1.0] * len(dims) if weights is None else weights
     require(len(weights) == len(dims), f"weights and dims differ in length: {len(weights)} vs {len(dims)}")
     return sum(w * info_nce_torch(cut(queries, m), cut(docs, m), tau) for m, w in zip(dims, weights))

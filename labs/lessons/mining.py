@@ -245,12 +245,12 @@ def mine_with_model(model: SentenceTransformer, pairs: Sequence[tuple[str, str]]
     from sentence_transformers.util import mine_hard_negatives
 
     cards = _cards(cards)
-    require(callable(getattr(model, "encode", None)),
-            lambda: f"model must be a SentenceTransformer (something with .encode), got {type(model).__name__}")
     pairs = _card_pairs(pairs, cards)
     num_negatives = integer(num_negatives, "num_negatives", 1, MOST)
     if seed is not None:
         seed = random_seed(seed, "seed")
+    require(callable(getattr(model, "encode", None)),
+            lambda: f"model must be a SentenceTransformer (something with .encode), got {type(model).__name__}")
     rows = pairs + [(q, c) for q, extra in _known(known_positives).items() for c in extra if (q, c) not in pairs]
     for q, c in rows:
         if c not in cards:

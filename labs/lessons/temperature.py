@@ -182,9 +182,11 @@ def train_at_temperature(
     )
 
 
-@arguments(taus=partial(items, what="a non-empty list of values", nonempty=True, each=temperature),
+@arguments(taus=partial(items, what="a non-empty list of values", nonempty=True,
+                         each=partial(temperature, name="taus entry")),
            optimizer=partial(choice, allowed=OPTIMIZERS), lr=positive,
-           seeds=partial(items, what="a non-empty list of values", nonempty=True, each=random_seed),
+           seeds=partial(items, what="a non-empty list of values", nonempty=True,
+                         each=partial(random_seed, name="seeds entry")),
            steps=partial(integer, minimum=0, maximum=MOST), batch=partial(integer, minimum=2, maximum=MOST),
            noise=_NOISE, curve=flag)
 def train_at_temperatures(
