@@ -31,7 +31,7 @@ ALT_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
 # nbval with the course's sanitize file; the slowest cells at the end, every cell's time in a JUnit
 # report (pytest's own) that make budget sums by notebook.
 NBVAL   := -m pytest -q --durations=10 --nbval --nbval-current-env \
-           --nbval-sanitize-with tools/nbval_sanitize.cfg
+           --nbval-sanitize-with tools/outputs/nbval_sanitize.cfg
 NOTEBOOKS ?= notebooks
 LAB_PORT ?= 8888
 # The book checks (tests/book): without the rest of tests/ (its fixtures load models) or pytest's
@@ -70,14 +70,14 @@ help:
 	@echo "              (PAGES=\"notebooks/03_infonce.html ...\" checks only those pages)"
 	@echo "make outputs  re-execute every notebook in place (saves widget state)"
 	@echo "make spread   measure how far each cell's printed numbers move under other CPU settings (niced, long)"
-	@echo "              into tools/spread.json;"
+	@echo "              into tools/outputs/spread.json;"
 	@echo "              SPREAD_ARGS=\"--notebook 03 --settings here,nbval-alt\" for a part, \"--no-run --declare\""
 	@echo "              to write the tolerances into the notebooks (tests/README.md, \"Writing a stable output\")"
 	@echo "make gpu-check  GPU only: the GPU path end to end, report in book/gpu-check.txt (exit 2 without CUDA)"
 	@echo "make colab-twin  every notebook on a twin of Colab's runtime (Python 3.13, ipywidgets 7, Colab's versions in"
-	@echo "              tools/colab/runtime.txt), installed by its first cell, every slider moved through the kernel"
+	@echo "              tools/platforms/colab_runtime.txt), installed by its first cell, every slider moved through the kernel"
 	@echo "make budget   make test, then its measured times into tests/README.md's budget table"
-	@echo "make lesson NAME=retrieval_eval  a new lesson that keeps the mechanical rules (notebook, _toc.yml line)"
+	@echo "make lesson NAME=retrieval_eval  a new lesson that keeps the mechanical rules (notebook, _toc.yml line, exercises, CASES row)"
 
 # ---- set-up --------------------------------------------------------------
 python:
@@ -145,12 +145,12 @@ serve:
 	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html
 
 outputs: setup
-	$(PY) -m tools.execute notebooks/*.ipynb
+	$(PY) -m tools.notebooks.execute notebooks/*.ipynb
 
-# A new lesson starts from what every lesson must hold (tools/lesson.py), not from a copy of another.
+# A new lesson starts from what every lesson must hold (tools/notebooks/lesson.py), not from a copy of another.
 lesson: setup
 	@test -n "$(NAME)" || { echo "make lesson NAME=lower_case_name [TITLE=\"A title\"]"; exit 2; }
-	$(PY) -m tools.lesson $(NAME) $(if $(TITLE),--title "$(TITLE)")
+	$(PY) -m tools.notebooks.lesson $(NAME) $(if $(TITLE),--title "$(TITLE)")
 
 # ---- checks --------------------------------------------------------------
 # The slow end-to-end tests (marked e2e) apart, so make unit stays quick; one thread a test process.
@@ -171,7 +171,7 @@ nbval-alt: setup
 
 # Not in make test (every notebook under 13 settings): needed when a cell prints other numbers (test_spread names it).
 spread: setup
-	$(PY) -m tools.spread $(SPREAD_ARGS)
+	$(PY) -m tools.outputs.spread $(SPREAD_ARGS)
 
 lab: setup
 	@echo "JupyterLab on http://127.0.0.1:$(LAB_PORT)/lab, notebooks/ with the kernel 'Python 3 (course)' (Ctrl-C stops)"
@@ -182,9 +182,9 @@ lab: setup
 gpu-check: setup
 	$(PY) benchmarks/gpu_check.py
 
-# Colab's versions (tools/colab/twin.py says what a pass proves); too long for make test. TWIN_ARGS="--notebooks 04".
+# Colab's versions (tools/platforms/colab_twin.py says what a pass proves); too long for make test. TWIN_ARGS="--notebooks 04".
 colab-twin: setup
-	nice $(PY) -m tools.colab.twin $(TWIN_ARGS)
+	nice $(PY) -m tools.platforms.colab_twin $(TWIN_ARGS)
 
 # The browser check, with screenshots to look at; PAGES="notebooks/03_infonce.html ..." for a part.
 browser: setup chromium
@@ -207,10 +207,10 @@ test-steps:
 	@$(call TIMED,setup) $(MAKE) --no-print-directory -j2 setup vendor && \
 	$(MAKE) --no-print-directory -j4 -k --output-sync=target UNIT_WORKERS= unit e2e nbval checked-book
 
-# tests/README.md's budget table, from a measured make test (time lines, nbval's JUnit report): tools/budget.py.
+# tests/README.md's budget table, from a measured make test (time lines, nbval's JUnit report): tools/notebooks/budget.py.
 budget:
 	@mkdir -p .cache; set -o pipefail; $(MAKE) --no-print-directory test 2>&1 | tee .cache/make-test.log && \
-	$(PY) -m tools.budget .cache/make-test.log .cache/nbval.xml tests/README.md
+	$(PY) -m tools.notebooks.budget .cache/make-test.log .cache/nbval.xml tests/README.md
 
 lock: setup
 	$(PY) -m pip freeze --exclude-editable | sed 's/+cpu//' > .cache/freeze.txt

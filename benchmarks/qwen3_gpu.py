@@ -102,11 +102,11 @@ def main(argv: list[str] | None = None) -> dict:
         set_determinism, training_precision,
     )
 
-    from labs.retrieval import validate
+    from labs.retrieval import machine
 
     device = args.device
     try:
-        validate.device("--device", device)
+        machine.device(device, "--device")
     except ValueError as err:
         raise SystemExit(f"{err}; for the CPU form use --device cpu") from None
     rss_start = status_kib("VmRSS")

@@ -13,15 +13,15 @@ with the idea; `require` states one rule between arguments in one line.
 The words
 ---------
 ==================  ==========================================================================
-numbers             `number` (real, in a range), `positive`, `temperature`, `integer`, `random_seed`,
-                    `flag` (True or False), `choice`
+numbers             `number` (real, in a range), `positive`, `temperature`, `integer` (a count: at
+                    most `MOST`), `random_seed`, `flag` (True or False), `choice`
 tables              `table` (real numbers as float64), `finite_table`, `integer_table` (int64),
                     `tensor` (torch, its dtype, device and graph kept), `scaled_scores` (S / tau),
                     `padding_mask` (which tokens are real)
 texts and lists     `text`, `texts`, `template`, `ids`, `items` (a list, not one string), `indices`
 objects             `instance`, `function`, `generator`, `torch_generator`
 unit rows           `unit_rows`: rows at length 1 whatever their size (NumPy or torch)
-training            `optimizer_step` (a learning rate that overflows is named), `still_finite`
+training            `still_finite`: a run whose weights or loss stopped being finite (is lr too large?)
 ==================  ==========================================================================
 
 Booleans and strings are never numbers here, even where Python or NumPy would convert them. A
@@ -38,9 +38,8 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping
-
-import numpy as np
 
 __all__ = [
     "require", "arguments", "optional",
@@ -48,7 +47,7 @@ __all__ = [
     "table", "finite_table", "integer_table", "tensor", "scaled_scores", "padding_mask",
     "text", "texts", "template", "ids", "items", "indices",
     "instance", "function", "generator", "torch_generator",
-    "unit_rows", "optimizer_step", "still_finite",
+    "unit_rows", "still_finite",
 ]
 
 # ---------------------------------------------------------------------------
@@ -122,6 +121,13 @@ def _repr(value, width: int = 60) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
+def _numpy():
+    """NumPy if something imported it, else None. A value can be a NumPy object only once NumPy is
+    imported, so the number, choice and text words never import it: the command line refuses a
+    flag through them before NumPy (or torch) loads, and stays quick."""
+    return sys.modules.get("numpy")
+
+
 def _is_tensor(value) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "requires_grad")
 
@@ -146,7 +152,8 @@ def number(value, name: str, what: str = "a real number", *, low: float = -math.
             raise ValueError(f"{name} is a tensor that requires grad, but only its value is used here: no "
                              f"gradient would reach it. Pass float({name}) if a number is meant")
         value = value.cpu().item()
-    if isinstance(value, (bool, np.bool_, str, bytes, complex, np.complexfloating)):
+    np = _numpy()
+    if isinstance(value, (bool, str, bytes, complex)) or (np and isinstance(value, (np.bool_, np.complexfloating))):
         raise ValueError(f"{name} must be {what}, got {_repr(value)}")
     try:
         x = float(value)
@@ -199,9 +206,11 @@ def integer(value, name: str, minimum: int | None = None, maximum: int | None = 
     if _is_tensor(value) and value.ndim == 0 and not value.is_floating_point() and not value.is_complex() \
             and str(value.dtype) != "torch.bool":  # a 0-d integer tensor, as torch hands out a count
         value = int(value.item())
-    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":  # np.asarray(3)
+    np = _numpy()
+    if np and isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":  # np.asarray(3)
         value = int(value.item())
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    ints = (int, np.integer) if np else int
+    if isinstance(value, bool) or (np and isinstance(value, np.bool_)) or not isinstance(value, ints):
         raise ValueError(f"{name} must be {what}, got {_repr(value)}")
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
         raise ValueError(f"{name} must be {what}, got {value!r}")
@@ -218,7 +227,8 @@ def random_seed(value, name: str = "seed", *, bits: int = 64, user: str = "torch
 def flag(value, name: str) -> bool:
     """``value`` as a bool if it is True or False (NumPy's too): a string such as "no" or a number
     would otherwise count as true or false without a word."""
-    if not isinstance(value, (bool, np.bool_)):
+    np = _numpy()
+    if not isinstance(value, (bool, np.bool_) if np else bool):
         raise ValueError(f"{name} must be True or False, got {_repr(value)}")
     return bool(value)
 
@@ -255,6 +265,7 @@ def table(value, name: str, *, train_with: str | None = TRAIN_WITH_INFONCE, ndim
     wrong number of dimensions (or an empty table, with ``nonempty``) is refused as "{name} must
     be {what}, got shape ...".
     """
+    import numpy as np
     if _is_tensor(value):
         import torch
 
@@ -298,6 +309,7 @@ def table(value, name: str, *, train_with: str | None = TRAIN_WITH_INFONCE, ndim
 def finite_table(value, name: str, *, train_with: str | None = None, ndim: int | None = None,
                  what: str | None = None, nonempty: bool = False) -> np.ndarray:
     """`table`, and ValueError "{name} contains NaN or infinite entries" if any entry is not finite."""
+    import numpy as np
     array = table(value, name, train_with=train_with, ndim=ndim, what=what, nonempty=nonempty)
     require(np.all(np.isfinite(array)), f"{name} contains NaN or infinite entries")
     return array
@@ -313,6 +325,7 @@ def integer_table(value, name: str, *, ndim: int | None = None, what: str | None
     empty array (unless ``nonempty``). A wrong number of dimensions (or an empty table, with
     ``nonempty``) is refused as "{name} must be {what}, got shape ...".
     """
+    import numpy as np
     if _is_tensor(value):
         import torch
 
@@ -385,6 +398,7 @@ def tensor(value, name: str, *, ndim: int | None = None, what: str | None = None
 def scaled_scores(S, tau: float, name: str = "S") -> np.ndarray:
     """A (B, M) similarity table with M >= B, finite, divided by a temperature: S / tau as float64,
     or ValueError naming ``name`` (or ``tau`` when the division overflows)."""
+    import numpy as np
     tau = temperature(tau)
     A = table(S, name, ndim=2, what="2-D (B queries x M documents)")
     B, M = A.shape
@@ -522,6 +536,7 @@ def function(value, name: str, what: str = "a function") -> Callable:
 
 def generator(value, name: str = "rng") -> np.random.Generator:
     """A NumPy random Generator that the caller passes (so the caller sees every random draw)."""
+    import numpy as np
     if not isinstance(value, np.random.Generator):
         raise ValueError(f"{name} must be a numpy Generator, such as np.random.default_rng(seed), got {_repr(value)}")
     return value
@@ -561,6 +576,7 @@ def unit_rows(x, name: str = "row", *, return_lengths: bool = False, why_zero: s
     rows: the lessons' torch InfoNCE has always computed so, and keeps its numbers that way (the
     two ways differ in the last bit of a float, not more).
     """
+    import numpy as np
     if _is_tensor(x):
         return _unit_rows_torch(x, name, why_zero, scaled)
     norms = np.sqrt(np.einsum("ij,ij->i", x, x))[:, None]
@@ -577,6 +593,7 @@ def _zero_row(name: str, row: int, why_zero: str | None) -> ValueError:
 
 def _unit_rows_with_care(A: np.ndarray, norms: np.ndarray, name: str, why_zero: str | None):
     """The rows whose squared length under- or overflowed (or that are not finite) get scaled first."""
+    import numpy as np
     finite = np.all(np.isfinite(A), axis=1)
     if not finite.all():
         raise ValueError(f"{name} {int(np.flatnonzero(~finite)[0])} has an entry that is not a finite number "
@@ -630,22 +647,6 @@ def _unit_rows_torch(x, name: str, why_zero: str | None, scaled: bool):
     plain = F.normalize(torch.where(risky[..., None], torch.ones_like(x), x), dim=-1)
     careful = F.normalize(x / x.abs().amax(dim=-1, keepdim=True), dim=-1)
     return torch.where(risky[..., None], careful, plain)
-
-
-# ---------------------------------------------------------------------------
-# Training: a learning rate too large, a run that diverged
-# ---------------------------------------------------------------------------
-
-
-def optimizer_step(optimizer, lr, weights: str = "the float32 weights") -> None:
-    """``optimizer.step()``, with torch's overflow of a learning rate too large for ``weights`` named:
-    ValueError "lr={lr!r} is too large for {weights}: the step overflows"."""
-    try:
-        optimizer.step()
-    except RuntimeError as err:
-        if "overflow" not in str(err):
-            raise
-        raise ValueError(f"lr={lr!r} is too large for {weights}: the step overflows") from None
 
 
 def still_finite(value, what: str, when: str, lr) -> None:

@@ -4,6 +4,7 @@ the lessons and the tool meet, `arguments` and `require`, and the careful `unit_
 from __future__ import annotations
 
 import ast
+import inspect
 import math
 from functools import partial
 from pathlib import Path
@@ -14,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from labs.checks import (
-    arguments, choice, finite_table, flag, ids, indices, integer, integer_table, items, number, optimizer_step,
+    arguments, choice, finite_table, flag, ids, indices, integer, integer_table, items, number,
     optional, positive, random_seed, require, scaled_scores, table, temperature, template, tensor, text, texts,
     unit_rows,
 )
@@ -338,17 +339,6 @@ def test_unit_rows_refuse_rows_without_a_direction_by_their_number():
         unit_rows(np.array([[1.5e308, 1.5e308]]), "A row")
 
 
-# ---- training ------------------------------------------------------------------------------
-
-
-def test_a_learning_rate_that_overflows_the_step_is_named():
-    w = torch.nn.Parameter(torch.ones(2))
-    opt = torch.optim.SGD([w], lr=1e300)
-    (w * 1e30).sum().backward()
-    with pytest.raises(ValueError, match=r"lr=1e\+300 is too large for the float32 tower: the step overflows"):
-        optimizer_step(opt, 1e300, "the float32 tower")
-
-
 # ---- the ground floor: who imports whom ----------------------------------------------------
 
 LABS = Path(__file__).resolve().parents[1] / "labs"
@@ -379,3 +369,43 @@ def test_lessons_and_the_tool_import_labs_checks_and_nothing_of_each_other(wing)
             assert module == "labs" or module.startswith(ALLOWED[wing]), (
                 f"{path.relative_to(LABS.parent)} imports {module}: the {wing} wing imports only "
                 f"{', '.join(ALLOWED[wing]) or 'nothing of labs'}")
+
+
+#: The two modules whose bytes the real-data experiment's results record (benchmarks/docs_experiment.py,
+#: CODE_FILES): they alone call the name-first spelling in labs/retrieval/validate.py.
+FROZEN = {"labs/retrieval/metrics.py", "labs/retrieval/docs_corpus.py"}
+
+
+def test_one_check_vocabulary_under_both_wings():
+    """The tool checks values with labs.checks' words, value first; labs.retrieval.machine holds only
+    the machine side, value first too; labs.retrieval.validate serves the two frozen modules only."""
+    import labs.checks
+    from labs.retrieval import machine
+
+    words = set(labs.checks.__all__)
+    for path in sorted(LABS.rglob("*.py")):
+        relative = str(path.relative_to(LABS.parent))
+        if "labs.retrieval.validate" in _labs_imports(path) or "from labs.retrieval import validate" in path.read_text():
+            assert relative in FROZEN, f"{relative} imports labs.retrieval.validate: call labs.checks' words instead"
+        tree = ast.parse(path.read_text())
+        twice = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)} & words
+        if path.name not in ("checks.py", "validate.py"):
+            assert not twice, f"{relative} defines {sorted(twice)} again: labs.checks has them"
+    assert not set(machine.__all__) & words
+    for check in (machine.device, machine.attention, machine.folder):
+        assert list(inspect.signature(check).parameters)[:2] == ["value", "name"], check.__name__
+
+
+def test_the_number_choice_and_text_words_never_import_numpy():
+    """The command line refuses a flag through these words before NumPy loads (it stays quick):
+    a value can be a NumPy object only once NumPy is imported, so they never import it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from labs import checks\n"
+            "checks.integer(3, 'k', 1); checks.positive(0.5, 'lr', maximum=1.0); checks.number(2, 'x')\n"
+            "checks.choice('a', 'c', ('a',)); checks.text('t', 't'); checks.flag(True, 'f')\n"
+            "try:\n    checks.integer(True, 'k')\nexcept ValueError:\n    pass\n"
+            "print('numpy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.pins import canonical, constraints
+from tools.platforms.pins import canonical, constraints
 
 ROOT = Path(__file__).resolve().parents[1]
 CONDA_TO_PIP = {"pytorch": "torch"}

@@ -1,2 +1,2 @@
-"""The book's build tooling (not part of the `labs` package): run from the repository root as
-``python -m tools.NAME``."""
+"""The course's machinery (not part of the `labs` package), in four parts (tools/README.md):
+run from the repository root as ``python -m tools.PART.NAME``."""

@@ -393,7 +393,7 @@ def live_slider(
     box = widgets.VBox([*controls, shown])
     box.add_class(BOX_CLASS)
     box._live_links = links  # keep the link widgets referenced with the box
-    box._live_compute = compute  # fn afresh at a position (i, j): tools/colab/frontend.py compares with it
+    box._live_compute = compute  # fn afresh at a position (i, j): tools/platforms/colab_frontend.py compares with it
 
     def refresh(_change=None) -> None:
         """In a live kernel: compute a live-only position when the reader moves to it."""
@@ -450,5 +450,5 @@ def _python_driven(slider_pairs, choice_pairs, start, choice_start, description,
         choice.observe(redraw, "index")
     box = widgets.VBox([*controls, shown])
     box.add_class(BOX_CLASS)
-    box._live_compute = compute  # fn afresh at a position (i, j): tools/colab/frontend.py compares with it
+    box._live_compute = compute  # fn afresh at a position (i, j): tools/platforms/colab_frontend.py compares with it
     return box

@@ -60,12 +60,12 @@ import torch
 from torch import nn
 
 from labs.checks import (
-    MOST, arguments, choice, finite_table, flag, instance, integer, integer_table, items, number, optimizer_step,
-    optional,
+    MOST, arguments, choice, finite_table, flag, instance, integer, integer_table, items, number, optional,
     positive, require, random_seed, still_finite, temperature, template, tensor, texts, unit_rows,
 )
 from labs.lessons.clip_batches import SAMPLERS, draw_batch
 from labs.lessons.infonce import info_nce_torch
+from labs.lessons.temperature import optimizer_step
 
 __all__ = [
     "DIGIT_WORDS",

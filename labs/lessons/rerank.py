@@ -53,10 +53,10 @@ import numpy as np
 import torch
 
 from labs.checks import (
-    MOST, arguments, finite_table, function, integer, items, optimizer_step, positive, random_seed, require,
-    still_finite,
-    table, template, tensor, texts,
+    MOST, arguments, finite_table, function, integer, items, positive, random_seed, require, still_finite, table,
+    template, tensor, texts,
 )
+from labs.lessons.temperature import optimizer_step
 
 
 if TYPE_CHECKING:  # imported lazily: sentence-transformers is slow to import

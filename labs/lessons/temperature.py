@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 
 from labs.checks import (
-    MOST, arguments, choice, flag, integer, items, number, optimizer_step, positive, random_seed, require, still_finite,
+    MOST, arguments, choice, flag, integer, items, number, positive, random_seed, require, still_finite,
     temperature, unit_rows,
 )
 from labs.lessons.infonce import info_nce_torch, positive_share
@@ -54,6 +54,7 @@ __all__ = [
     "OPTIMIZERS",
     "train_at_temperature",
     "train_at_temperatures",
+    "optimizer_step",
 ]
 
 OPTIMIZERS = ("sgd", "adamw")  # plain SGD (the lesson's runs) and AdamW (torch's defaults but lr)
@@ -118,6 +119,22 @@ class TemperatureRun:
 
 def _step_jitter(values: np.ndarray) -> float:
     return float(np.std(np.diff(values))) if len(values) > 2 else 0.0
+
+
+# A learning rate too large shows up two ways: the step itself overflows (named here), or the weights
+# stop being finite a few steps later (`labs.checks.still_finite`). rerank.py and clip_digits.py step here too.
+
+
+def optimizer_step(optimizer, lr, weights: str = "the float32 weights") -> None:
+    """``optimizer.step()``, with torch's overflow of a learning rate too large for ``weights`` named:
+    ValueError "lr={lr!r} is too large for {weights}: the step overflows"."""
+    try:
+        optimizer.step()
+    except RuntimeError as err:
+        if "overflow" not in str(err):
+            raise
+        raise ValueError(f"lr={lr!r} is too large for {weights}: the step overflows") from None
+
 
 
 @arguments(tau=temperature, seed=random_seed, steps=partial(integer, minimum=0, maximum=MOST),

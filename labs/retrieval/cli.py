@@ -36,8 +36,9 @@ import traceback
 import typing
 from pathlib import Path
 
-from labs.retrieval import files, validate
-from labs.retrieval.config import flag
+from labs import checks
+from labs.retrieval import files, machine
+from labs.retrieval.config import flag_of
 
 __all__ = ["build_parser", "add_fields", "fields_of", "main"]
 
@@ -125,8 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help, description=description, formatter_class=fmt, parents=[common])
 
     s = command("make-data", "write the help-desk fixture", "Write the help-desk wiring fixture: 60 articles for "
-                "10 fictional products, 3 questions each, products split 6/2/2 into train/val/test. Your own data "
-                "uses the same three files.")
+                "10 fictional products, 3 questions each, products split 6/2/2 into train/val/test. Training and "
+                "validation questions share three templates per kind; the test products' questions come from "
+                "three other templates, worded apart, so the test is read once on wordings no choice saw. Your "
+                "own data uses the same three files.")
     s.add_argument("--out", required=True, help="new (or empty) folder for the three JSONL files")
     s.add_argument("--from-docs", action="store_true",
                    help="instead of the fixture, build a data set from the docstrings of installed libraries "
@@ -238,7 +241,7 @@ def add_fields(parser: argparse.ArgumentParser, config) -> None:
             kwargs.update(type=kind, default=meta.get("none", f.default))
         if "choices" in meta:
             kwargs["choices"] = ([meta["none"]] if "none" in meta else []) + list(meta["choices"])
-        parser.add_argument(flag(f.name), **kwargs)
+        parser.add_argument(flag_of(f.name), **kwargs)
 
 
 def fields_of(args: argparse.Namespace, config):
@@ -318,11 +321,11 @@ def cmd_baseline(args) -> int:
     from labs.retrieval.data import load_dataset
     from labs.retrieval.metrics import baseline_rankings, retrieval_metrics
 
-    out = validate.new_path(args.out, "--out", folder=False) if args.out else None
+    out = machine.new_path(args.out, "--out", folder=False) if args.out else None
     # The output's lock first, as every writer takes it: a second writer of --out is refused at once.
     with files.output_lock(out, "--out") if out is not None else contextlib.nullcontext():
         if out is not None:
-            validate.new_path(out, "--out", folder=False)  # again, now that no other writer can race us
+            machine.new_path(out, "--out", folder=False)  # again, now that no other writer can race us
         data = load_dataset(args.data)
         queries = data.split_queries(args.split)
         rows = {m: retrieval_metrics(baseline_rankings(m, data.corpus, queries), data.qrels(args.split))
@@ -393,7 +396,7 @@ def cmd_train(args) -> int:
     from labs.retrieval.config import TrainConfig
 
     config = fields_of(args, TrainConfig)  # every flag checked before torch is imported
-    if validate.integer("--processes", args.processes, 1) > 1:
+    if checks.integer(args.processes, "--processes", 1) > 1:
         if os.environ.get("TORCHELASTIC_RUN_ID"):
             raise ValueError("--processes starts its own processes; under torchrun leave it out")
         return _launch(args, TrainConfig)
@@ -434,7 +437,7 @@ def _launch(args, config) -> int:
     for f in dataclasses.fields(config):
         value = getattr(args, f.name, None)
         if f.metadata.get("flag", True) and value not in (None, False):
-            argv += [flag(f.name)] if value is True else [flag(f.name), str(value)]
+            argv += [flag_of(f.name)] if value is True else [flag_of(f.name), str(value)]
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # torchrun's default for its processes; set, it prints no banner
     logging.getLogger("torch.distributed").setLevel(logging.CRITICAL)  # the processes' own lines say what failed
     with files.temporary_folder("labs-launch-") as scratch:
@@ -510,8 +513,8 @@ def cmd_search(args) -> int:
     elif args.query is None:
         raise ValueError("give a QUERY, or --queries FILE.jsonl --out FILE.jsonl")
     ranking = _ranking(args, hybrid_only=True)
-    validate.integer("--k", args.k, 1)  # named as the flag, before the run is read
-    validate.device("--device", args.device)
+    checks.integer(args.k, "--k", 1)  # named as the flag, before the run is read
+    machine.device(args.device, "--device")
     if args.queries is not None:
         from labs.retrieval.query_file import search_file
 
@@ -542,8 +545,8 @@ def cmd_evaluate(args) -> int:
     from labs.retrieval.chunking import truncation_line
     from labs.retrieval.index import evaluate_all
 
-    validate.integer("--batch-size", args.batch_size, 1)  # named as the flag, before the run is read
-    validate.device("--device", args.device)
+    checks.integer(args.batch_size, "--batch-size", 1)  # named as the flag, before the run is read
+    machine.device(args.device, "--device")
     report = evaluate_all(args.run, args.data, args.split, args.device, args.batch_size,
                           _ranking(args, hybrid_only=False))
     _done()  # scored and recorded: a signal while the result is printed changes nothing

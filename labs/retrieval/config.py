@@ -19,11 +19,12 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 
-from labs.retrieval import validate
+from labs import checks
+from labs.retrieval import machine
 from labs.retrieval.instruction import QUERY_TEMPLATE, has_instruction
 from labs.retrieval.qwen3 import QWEN3_ID
 
-__all__ = ["LOSSES", "PRECISIONS", "MAX_SCALE", "MAX_LR", "TrainConfig", "flag"]
+__all__ = ["LOSSES", "PRECISIONS", "MAX_SCALE", "MAX_LR", "TrainConfig", "flag_of"]
 
 #: The losses `labs.retrieval.loss.make_loss` builds: MultipleNegativesRankingLoss, or its
 #: GradCache form computed in chunks.
@@ -34,7 +35,7 @@ MAX_SCALE = 1000.0  # 1 / temperature: tau = 0.001 already turns a cosine gap of
 MAX_LR = 1.0
 
 
-def flag(name: str) -> str:
+def flag_of(name: str) -> str:
     """The command-line flag of a field: ``batch_size`` -> ``--batch-size``."""
     return "--" + name.replace("_", "-")
 
@@ -76,7 +77,7 @@ class TrainConfig:
     gradient_checkpointing: bool = _setting(False, "recompute activations in the backward pass: less memory, "
                                             "about a third more time")
     attn: str = _setting("sdpa", "attention kernel; flash_attention_2 needs the flash-attn package and a CUDA GPU",
-                         choices=validate.ATTENTION)
+                         choices=machine.ATTENTION)
     chunk: int | None = _setting(None, "also index each document as overlapping windows of this many tokens (at "
                                  "most --max-length - 2); search and evaluate score a document by its best window")
     stride: int | None = _setting(None, "with --chunk: a new window every this many tokens (1 to --chunk; half of "
@@ -87,40 +88,39 @@ class TrainConfig:
         for name in ("data", "out", "model"):
             value = getattr(self, name)
             if not isinstance(value, (str, Path)):
-                raise ValueError(f"{flag(name)} must be a path or a name, got {value!r}")
+                raise ValueError(f"{flag_of(name)} must be a path or a name, got {value!r}")
             if value == "":  # Path("") would be the working folder
-                raise ValueError(f"{flag(name)} is empty")
-            validate.text(flag(name), str(value))  # recorded in metrics.json: real text
-        validate.new_path(self.out, "--out")
+                raise ValueError(f"{flag_of(name)} is empty")
+            checks.text(str(value), flag_of(name))  # recorded in metrics.json: real text
+        machine.new_path(self.out, "--out")
         if self.model not in ("minilm", QWEN3_ID) and not Path(self.model).is_dir():
             raise ValueError(f"--model must be 'minilm', {QWEN3_ID!r} or an existing folder, got {self.model!r}")
         for name, low, high in (("epochs", 0, None), ("batch_size", 2, None), ("max_length", 8, None),
                                 ("seed", 0, 2**32 - 1), ("eval_batch_size", 1, None), ("mini_batch_size", 1, None)):
-            validate.integer(flag(name), getattr(self, name), low, high)
+            checks.integer(getattr(self, name), flag_of(name), low, high)
         if self.max_steps is not None:
-            validate.integer("--max-steps", self.max_steps, 1)
+            checks.integer(self.max_steps, "--max-steps", 1)
         if (self.chunk is None) != (self.stride is None):
             raise ValueError("--chunk and --stride go together: give both (e.g. --chunk 96 --stride 48) or neither")
         if self.chunk is not None:
-            validate.integer("--chunk", self.chunk, 8, self.max_length - 2)
-            validate.integer("--stride", self.stride, 1, self.chunk)
-        validate.positive("--lr", self.lr, MAX_LR)
-        validate.positive("--scale", self.scale, MAX_SCALE)
+            checks.integer(self.chunk, "--chunk", 8, self.max_length - 2)
+            checks.integer(self.stride, "--stride", 1, self.chunk)
+        checks.positive(self.lr, "--lr", maximum=MAX_LR)
+        checks.positive(self.scale, "--scale", maximum=MAX_SCALE)
         if self.weight_decay != 0:
-            validate.positive("weight_decay", self.weight_decay, 1.0)
-        validate.choice("--loss", self.loss, LOSSES)
+            checks.positive(self.weight_decay, "weight_decay", maximum=1.0)
+        checks.choice(self.loss, "--loss", LOSSES)
         if self.precision is not None:
-            validate.choice("--precision", self.precision, PRECISIONS)
+            checks.choice(self.precision, "--precision", PRECISIONS)
             if self.precision != "fp32" and self.device == "cpu":
                 raise ValueError(f"--precision {self.precision} needs --device cuda; the CPU trains in fp32")
         if self.instruction is not None:
-            validate.text("--instruction", self.instruction)
+            checks.text(self.instruction, "--instruction")
             if has_instruction(self.instruction) or "\nQuery:" in self.instruction:
                 raise ValueError(f"--instruction is the task alone, got {self.instruction!r}: the template "
                                  f"{QUERY_TEMPLATE!r} is put around it once, here")
         for name in ("hard_negatives", "gradient_checkpointing"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{flag(name)} must be True or False, got {getattr(self, name)!r}")
+            checks.flag(getattr(self, name), flag_of(name))
         # Last: these ask torch (is there a CUDA GPU?) or transformers (is flash-attn installed?).
-        validate.device("--device", self.device)
-        validate.attention("--attn", self.attn)
+        machine.device(self.device, "--device")
+        machine.attention(self.attn, "--attn")

@@ -37,7 +37,7 @@ import json
 import os
 from pathlib import Path, PurePosixPath
 
-from labs.retrieval import validate
+from labs.retrieval import machine
 from labs.retrieval.data import FILES
 from labs.retrieval.files import file_sha256, write_json
 from labs.retrieval.instruction import QUERY_TEMPLATE, query_prompt
@@ -238,7 +238,7 @@ def verify_contract(run: str | Path, *, replacing: tuple[str, ...] = ()) -> dict
     names evaluation files that may be present unlisted because the caller is about to replace
     them (the leftovers of an evaluation that was killed before it was recorded).
     """
-    run = validate.folder("run folder", run)
+    run = machine.folder(run, "run folder")
     path = run / CONTRACT
     if not path.is_file():
         raise ValueError(f"run folder {str(run)!r} has no {CONTRACT}: it is not a finished training run")

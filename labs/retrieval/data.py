@@ -39,7 +39,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs.retrieval import validate
+from labs.retrieval import machine
 from labs.retrieval.files import build_atomically, named, write_json
 from labs.retrieval.filters import fields_problem, kinds_problem
 from labs.retrieval.instruction import has_instruction
@@ -86,7 +86,7 @@ def write_dataset(data: RetrievalData, folder: str | Path, what: str = "folder",
     """Write the three JSONL files (and ``extra``: file name -> object, as JSON) into ``folder``, all
     of them or none; refuse a folder that already has files in it (``what`` names it in that
     message, e.g. ``"--out"``)."""
-    folder = validate.new_path(folder, what)
+    folder = machine.new_path(folder, what)
     with build_atomically(folder, what) as tmp:
         for name, rows in zip(FILES, (data.corpus, data.queries, data.train_pairs)):
             with named(tmp / name):
@@ -150,7 +150,7 @@ def _read_bytes(path: Path) -> bytes:
         raise DataError(path.name, None, f"{str(path)!r} is a folder, not a file: the data folder needs the file "
                         f"{path.name} itself")
     if not path.is_file():
-        what = "is not a regular file" if path.exists() else validate.dangling(path) or "not found"
+        what = "is not a regular file" if path.exists() else machine.dangling(path) or "not found"
         raise DataError(path.name, None, f"file {what} at {str(path)!r}")
     try:
         return path.read_bytes()
@@ -399,7 +399,7 @@ def _check_texts_stay_in_one_split(corpus: list[tuple[int, dict]], queries: list
 def load_dataset(folder: str | Path) -> RetrievalData:
     """Read and validate the three JSONL files of a data folder; the result carries the SHA-256 of
     the bytes read (`RetrievalData.sha256`)."""
-    folder = validate.folder("data folder", folder)
+    folder = machine.folder(folder, "data folder")
     raw = {name: _read_bytes(folder / name) for name in FILES}
     corpus, queries, pairs = (_parse(name, raw[name]) for name in FILES)
     for name, rows in zip(FILES, (corpus, queries, pairs)):

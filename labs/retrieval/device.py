@@ -26,7 +26,7 @@ Memory: `status_kib`, `reset_peak`, `peak_rss_mib`, `memory_report` measure the 
 resident peak (Linux ``VmHWM``, resettable), never the lifetime ``ru_maxrss`` unless nothing
 better exists. `versions` names the libraries a run used.
 
-Device names are checked once, at the edge, by `labs.retrieval.validate.device`; the functions
+Device names are checked once, at the edge, by `labs.retrieval.machine.device`; the functions
 here trust the name they are given. Relations: `labs.retrieval.training` (the CLI's ``train``),
 `labs.retrieval.distributed` and ``benchmarks/qwen3_gpu.py`` use these. Page: ``book/gpu.md``.
 """

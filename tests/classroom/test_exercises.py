@@ -109,7 +109,7 @@ def test_no_answer_yet_asks_for_one(name, capsys):
 def test_exercise_checks_live_only_in_the_classroom():
     """An exercise check is a top-level ``check_*`` returning ``bool``, and only
     ``labs.classroom.exercises`` defines them: argument checks are ``valid_*`` or
-    ``labs.retrieval.validate.*``, model invariants ``assert_*``."""
+    the words of ``labs.checks``, model invariants ``assert_*``."""
     defined = set()
     for path in (ROOT / "labs").rglob("*.py"):
         tree = ast.parse(path.read_text())

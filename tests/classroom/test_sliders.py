@@ -3,7 +3,7 @@
 Three kernels, three behaviours: ipywidgets 8 (stored positions linked in the browser, the unit
 tests below, run outside a kernel with a widget frontend assumed), ipywidgets 7 as Colab has it
 (the kernel redraws one Output: a real kernel with `Stack` taken away, every position moved through
-the kernel by tools/colab/frontend.py; `make colab-twin` does the same with the real ipywidgets
+the kernel by tools/platforms/colab_frontend.py; `make colab-twin` does the same with the real ipywidgets
 7.7.1), and no widget frontend at all (a script: one line and the start position).
 """
 
@@ -269,14 +269,14 @@ def test_bad_input_gets_a_clear_error():
 
 
 def load_executor():
-    from tools import execute
+    from tools.notebooks import execute
 
     return execute
 
 
 @pytest.mark.e2e  # a fresh kernel or process
 def test_make_outputs_stores_every_position_in_the_notebook(tmp_path):
-    """`make outputs` (tools/execute.py) keeps the widget state the book embeds."""
+    """`make outputs` (tools/notebooks/execute.py) keeps the widget state the book embeds."""
     cell = (
         "import matplotlib.pyplot as plt\n"
         "from labs.classroom.sliders import live_slider\n"
@@ -385,8 +385,8 @@ def run_in_kernel(env: dict, walk: bool = True):
     import nbformat
     from nbclient import NotebookClient
 
-    from tools.colab import frontend
-    from tools.kernel_client import slice_polls
+    from tools.platforms import colab_frontend as frontend
+    from tools.notebooks.kernel_client import slice_polls
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in KERNEL_CELLS])
     saved = {k: os.environ.get(k) for k in env}

@@ -247,3 +247,24 @@ def test_training_takes_numpy_numbers_and_says_what_zero_steps_give():
     untrained = train_at_temperature(0.1, steps=0, heldout=64)  # documented: no batch seen, so NaN averages
     assert untrained.losses.shape == (0,) and math.isnan(untrained.teaching_rows) and math.isnan(untrained.wrong_rows)
     assert 0 <= untrained.accuracy <= 1
+
+
+# ---- a learning rate too large: named, whichever way it shows --------------------------------
+
+
+def test_a_learning_rate_that_overflows_the_step_is_named():
+    from labs.lessons.temperature import optimizer_step
+
+    w = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([w], lr=1e300)
+    (w * 1e30).sum().backward()
+    with pytest.raises(ValueError, match=r"lr=1e\+300 is too large for the float32 tower: the step overflows"):
+        optimizer_step(opt, 1e300, "the float32 tower")
+
+
+def test_weights_that_stop_being_finite_are_named_with_the_step_and_lr():
+    from labs.checks import still_finite
+
+    still_finite(torch.ones(2), "the encoder is no longer finite", "step 3", 0.5)
+    with pytest.raises(ValueError, match=r"training diverged at step 3: the encoder is no longer finite \(is lr=50\.0"):
+        still_finite(torch.tensor([1.0, float("nan")]), "the encoder is no longer finite", "step 3", 50.0)

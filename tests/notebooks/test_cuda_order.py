@@ -1,6 +1,6 @@
 """GPU runtimes, rehearsed on the CPU: every lesson makes its CUDA settings (a deterministic cuBLAS
 workspace, TF32 off) in its second code cell, through setup(), and nothing starts CUDA before
-them. tools/cuda_rehearsal.py runs each lesson's first two code cells with torch.cuda
+them. tools/platforms/cuda_rehearsal.py runs each lesson's first two code cells with torch.cuda
 mocked as a GPU machine and records every way into CUDA."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.cuda_rehearsal import problems
+from tools.platforms.cuda_rehearsal import problems
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -35,7 +35,7 @@ def rehearsal(tmp_path_factory) -> dict[str, dict]:
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(INSTALL), nbformat.v4.new_code_cell(cell)])
         nbformat.write(nb, made / f"{name}.ipynb")
     paths = [*NOTEBOOKS, made / "too_early.ipynb", made / "in_order.ipynb"]
-    done = subprocess.run([sys.executable, "-m", "tools.cuda_rehearsal", *map(str, paths)], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "tools.platforms.cuda_rehearsal", *map(str, paths)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600, env={**os.environ, "MPLBACKEND": "Agg"})
     assert done.returncode == 0, done.stderr[-3000:]
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

@@ -200,7 +200,7 @@ def test_the_float_digest_rule_can_fail():
 
 
 def test_nbval_sanitizer_covers_addresses():
-    cfg = (ROOT / "tools" / "nbval_sanitize.cfg").read_text()
+    cfg = (ROOT / "tools" / "outputs" / "nbval_sanitize.cfg").read_text()
     assert "0x[0-9a-fA-F]+" in cfg
 
 

@@ -7,39 +7,9 @@ from tests.notebooks.xref import Text, claims, labels, problems, read_texts, sen
 
 TEXTS = read_texts()
 
-#: Claims not yet held by a label, each in a page this change could not edit: (where, the claim's
-#: words) -> what would hold it. Each entry must still be a problem (the test fails once it is fixed,
-#: so the entry is removed with the fix); nothing else may be.
-PENDING = {
-    ("notebooks/05_hard_negatives.ipynb cell 43", "[Mining](06_mining.ipynb) does"):
-        "a label in lesson 6 where it mines without false negatives, and {ref} to it",
-    ("notebooks/06_mining.ipynb cell 3", "[Hard negatives](05_hard_negatives.ipynb) showed"):
-        "a label at lesson 5's look-alike result, and {ref} to it",
-    ("notebooks/08_real_data.ipynb cell 3", "[Hard negatives](05_hard_negatives.ipynb) asked"):
-        "the same label of lesson 5",
-    ("notebooks/10_beyond_one_vector.ipynb cell 44", "[CLIP](09_clip.ipynb) takes"):
-        "{ref}`CLIP <sec-clip-loss>` (the label is in lesson 9)",
-    ("book/course-map.md", "lesson 5) shows"): "the same label of lesson 5",
-    ("book/course-map.md", "lesson 6 finds"): "the label of lesson 6",
-    ("book/scaling.md", "[Fine-tuning](../notebooks/07_finetuning.ipynb) trains"):
-        "{ref}`Fine-tuning <sec-finetune-training>` (the label is in lesson 7)",
-}
-
-
-def _key(problem: str) -> tuple[str, str] | None:
-    where, _, rest = problem.partition(": ")
-    for (w, words) in PENDING:
-        if w == where and rest.startswith(repr(words)):
-            return (w, words)
-    return None
-
-
 def test_every_claim_about_a_lesson_points_at_its_label():
     found = problems(TEXTS)
-    new = [p for p in found if _key(p) is None]
-    assert not new, "\n".join(new)
-    fixed = set(PENDING) - {_key(p) for p in found}
-    assert not fixed, f"fixed, so remove from PENDING: {sorted(fixed)}"
+    assert not found, "\n".join(found)
 
 
 def test_labels_are_defined_once_and_in_lessons():

@@ -74,7 +74,7 @@ def test_the_train_flags_are_trainconfigs_fields():
     import dataclasses
 
     from labs.retrieval.cli import build_parser
-    from labs.retrieval.config import TrainConfig, flag
+    from labs.retrieval.config import TrainConfig, flag_of
 
     train = build_parser()._subparsers._group_actions[0].choices["train"]
     actions = {a.dest: a for a in train._actions if a.dest not in ("help", "debug")}
@@ -82,7 +82,7 @@ def test_the_train_flags_are_trainconfigs_fields():
     assert set(actions) == set(fields)
     for name, f in fields.items():
         action = actions[name]
-        assert action.option_strings == [flag(name)] and action.help == f.metadata["help"]
+        assert action.option_strings == [flag_of(name)] and action.help == f.metadata["help"]
         assert action.default == f.metadata.get("none", None if f.default is dataclasses.MISSING else f.default)
         assert action.required == (f.default is dataclasses.MISSING)
         if "choices" in f.metadata:

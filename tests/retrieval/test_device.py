@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from labs.retrieval import device as gpu
-from labs.retrieval import validate
+from labs.retrieval import machine
 
 
 @pytest.fixture
@@ -114,16 +114,16 @@ def test_training_precision_t4_gets_fp16_despite_emulated_bf16(monkeypatch):
 def test_the_one_device_rule(monkeypatch, device, message):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ValueError, match=re.escape(message)):
-        validate.device("--device", device)
-    assert validate.device("--device", "cpu") == "cpu"
+        machine.device(device, "--device")
+    assert machine.device("cpu", "--device") == "cpu"
 
 
 def test_the_one_device_rule_names_the_gpus_there_are(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    assert validate.device("--device", "cuda:1") == "cuda:1"
+    assert machine.device("cuda:1", "--device") == "cuda:1"
     with pytest.raises(ValueError, match="torch sees 2 GPU"):
-        validate.device("--device", "cuda:2")
+        machine.device("cuda:2", "--device")
 
 
 def test_autocast_dtype():

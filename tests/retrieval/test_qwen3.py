@@ -9,7 +9,7 @@ import torch
 
 from labs.retrieval import qwen3
 from labs.retrieval.device import assert_float32_master
-from labs.retrieval.validate import attention
+from labs.retrieval.machine import attention
 from labs.retrieval.qwen3 import (
     assert_pooling_contract, build_qwen3, build_random_qwen3, EOS,
     write_tiny_qwen3,
@@ -94,14 +94,14 @@ def test_a_model_that_does_not_pool_the_last_token_is_refused():
 
 
 def test_attention_kernels_are_checked():
-    assert attention("--attn", "sdpa") == "sdpa"
+    assert attention("sdpa", "--attn") == "sdpa"
     with pytest.raises(ValueError, match="--attn must be one of"):
-        attention("--attn", "flash")
+        attention("flash", "--attn")
     from transformers.utils import is_flash_attn_2_available
 
     if not is_flash_attn_2_available():
         with pytest.raises(ValueError, match="flash-attn"):
-            attention("--attn", "flash_attention_2")
+            attention("flash_attention_2", "--attn")
 
 
 def test_build_random_qwen3_is_assembled_like_build_qwen3(tiny_bf16, tiny_qwen, monkeypatch):

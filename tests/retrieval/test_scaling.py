@@ -2,7 +2,7 @@
 with gathered negatives equal one process holding the whole global batch.
 
 The suite's one multi-process launch, ``torchrun --standalone --nproc_per_node 2`` (gloo backend,
-``tools/ddp_probe.py``), runs one DDP step and then the ``train`` command on a tiny random BERT
+``tools/platforms/ddp_probe.py``), runs one DDP step and then the ``train`` command on a tiny random BERT
 built from a config (MiniLM's tokenizer, no download).
 """
 
@@ -32,7 +32,7 @@ from labs.retrieval.scaling import (
     compare_cached, features_of, loss_and_grads, measure_step, scale_pairs, write_tiny_bert,
 )
 from labs.retrieval.loss import make_loss
-from tools import ddp_probe
+from tools.platforms import ddp_probe
 
 ROOT = Path(__file__).resolve().parents[2]
 PER_RANK, WORLD, SCALE = ddp_probe.PER_RANK, ddp_probe.WORLD, ddp_probe.SCALE

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 FIXTURE = "notebooks/live-fixture.html"
@@ -76,7 +75,3 @@ def restore_file(book: Path, site: Path, rel: str) -> None:
     if path.is_symlink() or path.exists():
         path.unlink()
     os.symlink(book / rel, path)
-
-
-def remove(target: Path) -> None:
-    shutil.rmtree(target, ignore_errors=True)

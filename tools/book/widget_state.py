@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import unquote
 
-BOX_CLASS = "labs-live-slider"  # the classes live_slider puts on its box and its stack
-STACK_CLASS = "labs-live-stack"
+BOX_CLASS = "labs-live-slider"  # the class live_slider puts on its box
 LIVE_ONLY = "Not stored in the book"  # how a live-only position starts its message
 
 

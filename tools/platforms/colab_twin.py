@@ -1,8 +1,8 @@
 """`make colab-twin`: the lessons on a twin of Colab's runtime, sliders moved through the kernel.
 
-1. **Build** (once; kept in .cache/colab-twin until tools/colab/runtime.txt, this file's build
+1. **Build** (once; kept in .cache/colab-twin until tools/platforms/colab_runtime.txt, this file's build
    steps or the Python change): a virtual environment with Colab's versions of the packages in
-   tools/colab/runtime.txt (the lesson and widget stacks, and Colab's versions of everything else
+   tools/platforms/colab_runtime.txt (the lesson and widget stacks, and Colab's versions of everything else
    they and the course need that Colab preinstalls), from the package registries only. Python 3.13 as on Colab (the
    first ``python3.13`` that runs, or pyenv's); without one, the nearest Python that has the CPU
    torch wheel (3.11, torch 2.13.0), and the report says so. A kernel spec points at it.
@@ -12,15 +12,15 @@
    untracked files, not ignored ones): ``pytest --nbval --nbval-kernel-name colab-twin`` with
    the tolerance plugin and the sanitize file, as ``make nbval`` compares. The first code cell
    installs the course exactly as on Colab, from that copy instead of the repository URL: the
-   cell reads ``COURSE_SOURCE``. Loaded as a plugin (``-p tools.colab.twin``), this module
+   cell reads ``COURSE_SOURCE``. Loaded as a plugin (``-p tools.platforms.colab_twin``), this module
    leaves out of the comparison what Colab cannot print: myst-nb's glue records (Colab has no
    myst-nb) and pip's notes about this machine's local package folders. Then the twin checks
    that the install cells changed none of Colab's packages (they may add what Colab lacks).
 4. **Sliders**: each notebook top to bottom again (nbclient, which keeps the widget state a
    frontend would), and every live slider it shows moved through the kernel
-   (tools/colab/frontend.py): each position is compared with what the slider's function
+   (tools/platforms/colab_frontend.py): each position is compared with what the slider's function
    computes afresh there.
-5. **Two processes** (tools/ddp_probe.py, the check tests/retrieval/test_scaling.py
+5. **Two processes** (tools/platforms/ddp_probe.py, the check tests/retrieval/test_scaling.py
    makes here): on Colab's torch, ``torchrun --nproc_per_node 2`` (gloo, CPU) runs one DDP step
    and the ``train`` command; the step's loss and gradients and the run's losses are compared
    with one process's.
@@ -30,7 +30,7 @@
 7. **Report**: the versions the kernels ran with, each notebook's time (and its install cell's,
    and its sliders'), what differs from Colab; exit status 1 on any failure.
 
-    python -m tools.colab.twin [--notebooks 01,04] [--rebuild] [--no-ddp] [--no-rehearsal]
+    python -m tools.platforms.colab_twin [--notebooks 01,04] [--rebuild] [--no-ddp] [--no-rehearsal]
 """
 
 from __future__ import annotations
@@ -51,15 +51,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script too
 
-from tools.colab import frontend  # noqa: E402
-from tools.kernel_client import slice_polls  # noqa: E402
-from tools.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text,  # noqa: E402
+from tools.platforms import colab_frontend as frontend  # noqa: E402
+from tools.notebooks.kernel_client import slice_polls  # noqa: E402
+from tools.notebooks.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text,  # noqa: E402
                                           first_code_cell, problems as cell_problems)
-from tools.pins import canonical  # noqa: E402
+from tools.platforms.pins import canonical  # noqa: E402
 
 import pytest  # noqa: E402
 
-RUNTIME = ROOT / "tools" / "colab" / "runtime.txt"
+RUNTIME = ROOT / "tools" / "platforms" / "colab_runtime.txt"
 HOME = Path(os.environ.get("COLAB_TWIN_DIR", ROOT / ".cache" / "colab-twin"))
 VENV = HOME / "venv"
 KERNELS = HOME / "kernels"
@@ -239,7 +239,7 @@ def _without_local_notes(outputs: list) -> list:
 
 @pytest.hookimpl(trylast=True)  # after the tolerance plugin's: it wraps that comparison
 def pytest_configure(config):
-    """The twin's nbval run (-p tools.colab.twin): nbval's comparison, behind the tolerance plugin,
+    """The twin's nbval run (-p tools.platforms.colab_twin): nbval's comparison, behind the tolerance plugin,
     as Colab can print: glue records and this machine's pip notes left out."""
     from nbval.plugin import IPyNbCell
 
@@ -255,9 +255,9 @@ def nbval(src: Path, paths: list[Path], timeout: int) -> int:
     """nbval on the twin's kernel, as make nbval runs it (the copy's own pytest settings load the
     tolerance plugin); its report goes to the output. Returns pytest's exit status."""
     env = {**os.environ, "JUPYTER_PATH": str(HOME)}  # the kernel spec in HOME/kernels
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tools.colab.twin",
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tools.platforms.colab_twin",
                            "--nbval", "--nbval-kernel-name", KERNEL, "--nbval-cell-timeout", str(timeout),
-                           "--nbval-sanitize-with", str(src / "tools" / "nbval_sanitize.cfg"),
+                           "--nbval-sanitize-with", str(src / "tools" / "outputs" / "nbval_sanitize.cfg"),
                            *map(str, paths)], cwd=src, env=env).returncode
 
 
@@ -364,7 +364,7 @@ COURSE = "similar-embeddings-course-labs"
 
 
 def ddp_check(src: Path, timeout: int) -> dict:
-    """tools/ddp_probe.py's whole check in the twin's Python (its torch): a torchrun launch of
+    """tools/platforms/ddp_probe.py's whole check in the twin's Python (its torch): a torchrun launch of
     2 gloo processes (one DDP step, then ``train``) against one process. The course is installed as
     the install cell installs it, if no notebook did."""
     if COURSE not in freeze():
@@ -374,7 +374,7 @@ def ddp_check(src: Path, timeout: int) -> dict:
     folder.mkdir(parents=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1"}
     try:
-        done = subprocess.run([str(VENV / "bin" / "python"), "-m", "tools.ddp_probe", str(folder)],
+        done = subprocess.run([str(VENV / "bin" / "python"), "-m", "tools.platforms.ddp_probe", str(folder)],
                               cwd=src, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"problems": [f"two processes: no answer within {timeout} s"]}
@@ -438,10 +438,10 @@ def differences(version: tuple[int, int], ran: dict) -> list[str]:
         got = ran.get(name)
         if got is not None and got.split("+")[0] != v and name != "torch":
             out.append(f"{name} {got}, not Colab's {v}")
-    out.append("every package the twin holds that Colab holds too is at Colab's version (tools/colab/runtime.txt), "
+    out.append("every package the twin holds that Colab holds too is at Colab's version (tools/platforms/colab_runtime.txt), "
                "but torch's CUDA libraries, pip and setuptools; Colab preinstalls hundreds more, and its own "
                "google.colab frontend")
-    out.append("the widget frontend is nbclient's Output-widget mimic driven by tools/colab/frontend.py, not "
+    out.append("the widget frontend is nbclient's Output-widget mimic driven by tools/platforms/colab_frontend.py, not "
                "Colab's; HF_HUB_OFFLINE and the quiet settings of the Makefile are set (no hub here)")
     return out
 
@@ -472,15 +472,15 @@ def main(argv: list[str] | None = None) -> int:
     paths = sorted((src / "notebooks").glob("*.ipynb"))
     if wanted:
         paths = [p for p in paths if any(p.name.startswith(w) for w in wanted)]
-    # The twin runs the canonical install cell (tools/install_cell.py); a notebook whose
-    # own differs is named (its test fails too): python -m tools.install_cell --apply.
+    # The twin runs the canonical install cell (tools/notebooks/install_cell.py); a notebook whose
+    # own differs is named (its test fails too): python -m tools.notebooks.install_cell --apply.
     stale = [p.stem for p in paths if cell_problems(p, cell_text()) and first_code_cell(json.loads(p.read_text()))]
     for p in paths:
         if p.stem in stale:
             apply(p, cell_text())
     if stale:
         say(f"Not yet the canonical install cell, run with it here: {', '.join(stale)} "
-            "(python -m tools.install_cell --apply)")
+            "(python -m tools.notebooks.install_cell --apply)")
     results, problems = [], []
     say(f"nbval on the twin's kernel ({KERNEL}): {len(paths)} notebooks")
     started = time.monotonic()

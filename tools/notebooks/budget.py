@@ -1,6 +1,6 @@
 """Write the budget table of tests/README.md from a measured `make test`: `make budget`.
 
-    python -m tools.budget LOG JUNIT_XML README
+    python -m tools.notebooks.budget LOG JUNIT_XML README
 
 LOG is what `make test` printed: every part ends with a line from bash's ``time``
 (``time unit: 101.2 s wall, 95.1 s user, 3.2 s system``, the Makefile's TIME). JUNIT_XML is
@@ -19,9 +19,12 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-BEGIN, END = "<!-- budget: written by make budget (tools/budget.py), not by hand -->", "<!-- /budget -->"
+BEGIN, END = "<!-- budget: written by make budget (tools/notebooks/budget.py), not by hand -->", "<!-- /budget -->"
 LINE = re.compile(r"^time (?P<part>[\w.-]+): (?P<wall>[\d.]+) s wall, (?P<user>[\d.]+) s user, "
                   r"(?P<system>[\d.]+) s system$", re.MULTILINE)
+#: make test's steps (the Makefile's test-steps): a log without a time line for each is not a whole run
+#: (``make -n budget`` runs the recursive makes as a dry run and prints only the outer lines).
+STEPS = ("setup", "unit", "e2e", "nbval", "checked-book")
 BUDGETS = {"test": 600, "notebook": 60}  # seconds: make test on a 2-core machine; a notebook under nbval
 WHY = {"test": "the whole run (its parts run side by side)", "setup": "the environment, the npm assets",
        "unit": "unit tests", "e2e": "end-to-end tests", "nbval": "every cell of every notebook",
@@ -79,6 +82,13 @@ def main(argv: list[str]) -> int:
     measured = parts(log.read_text(encoding="utf-8", errors="replace"))
     if "test" not in measured:
         raise SystemExit(f"{log}: no 'time test: ...' line: is it the output of a whole make test?")
+    missing = [step for step in STEPS if step not in measured]
+    if missing:
+        raise SystemExit(f"{log}: no time line for {', '.join(missing)}: make test did not run every step "
+                         "(a dry run?); the table is left as it was")
+    if junit.is_file() and junit.stat().st_mtime < log.stat().st_mtime - measured["test"][0] - 60:
+        raise SystemExit(f"{junit} is older than the make test of {log}: it is another run's; the table is left "
+                         "as it was")
     order = ["test"] + [p for p in measured if p != "test"]
     rewrite(readme, table({p: measured[p] for p in order}, notebooks(junit) if junit.is_file() else {}))
     print(f"{readme}: the budget table, from {log} and {junit}")

@@ -5,12 +5,12 @@ holds it (``TEMPLATE``), with the repository URL taken from ``_config.yml`` (``r
 the same setting the book's Colab, Binder and repository buttons use). ``make colab-twin``
 installs the course through the same cell, from the checkout: it sets ``COURSE_SOURCE``.
 
-    python -m tools.install_cell            # which notebooks differ (exit 1 if any)
-    python -m tools.install_cell --apply    # write the cell into every notebook
+    python -m tools.notebooks.install_cell            # which notebooks differ (exit 1 if any)
+    python -m tools.notebooks.install_cell --apply    # write the cell into every notebook
 
 ``--apply`` replaces exactly the source of each notebook's first code cell (and keeps it
 tagged ``remove-cell``: off the web page, there for Colab readers); nothing else in the file
-changes. ``tests/tools/test_install_cell.py`` fails while a notebook's first code cell
+changes. ``tests/tools/notebooks/test_install_cell.py`` fails while a notebook's first code cell
 differs from the text here.
 
 What the cell does on Colab: ``pip install`` the course from the repository. pip installs what
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 TAGS = ["remove-cell"]
 ENV_VAR = "COURSE_SOURCE"  # a pip location (git+https://..., file:///...) that replaces the URL
@@ -86,7 +86,7 @@ def problems(path: Path, text: str) -> list[str]:
     found = []
     if _source(cell) != text:
         found.append(f"{path.name}: the first code cell is not the install cell of "
-                     "tools/install_cell.py (python -m tools.install_cell --apply)")
+                     "tools/notebooks/install_cell.py (python -m tools.notebooks.install_cell --apply)")
     if cell.get("metadata", {}).get("tags", []) != TAGS:
         found.append(f"{path.name}: the install cell must be tagged {TAGS} (off the page, there on Colab)")
     return found

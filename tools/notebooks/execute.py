@@ -5,7 +5,7 @@ file is replaced only when every cell ran, so a failing notebook keeps the
 outputs it had. Widget state is stored in the notebook's metadata, so the
 HTML book can show the sliders without a kernel.
 
-Usage: python -m tools.execute notebooks/*.ipynb
+Usage: python -m tools.notebooks.execute notebooks/*.ipynb
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from tools.kernel_client import slice_polls
+from tools.notebooks.kernel_client import slice_polls
 
 
 # The same quiet, offline environment as `make test`: no hub, no progress bars.

@@ -1,5 +1,5 @@
 """The two-process training check, shared by tests/retrieval/test_scaling.py (on this environment's
-torch) and the Colab twin (on Colab's torch, tools/colab/twin.py): one comparison, two torches.
+torch) and the Colab twin (on Colab's torch, tools/platforms/colab_twin.py): one comparison, two torches.
 
 `launch` starts ``torchrun --standalone --nproc_per_node 2`` (gloo, CPU) on this file. Each process
 runs `labs.retrieval.distributed.ddp_step` (loss and gradients of one DDP step with gathered
@@ -10,8 +10,8 @@ same pairs in one process with batches of ``2 x PER_RANK``. `step_differences` a
 `train_differences` say where the two-process results depart from the one-process ones (an empty
 list: they agree).
 
-    torchrun --standalone --nproc_per_node 2 tools/ddp_probe.py MODEL PER_RANK PROBE_OUT SCALE DATA RUN_OUT
-    python -m tools.ddp_probe FOLDER    # the whole check in FOLDER, a JSON summary on stdout
+    torchrun --standalone --nproc_per_node 2 tools/platforms/ddp_probe.py MODEL PER_RANK PROBE_OUT SCALE DATA RUN_OUT
+    python -m tools.platforms.ddp_probe FOLDER    # the whole check in FOLDER, a JSON summary on stdout
 """
 
 from __future__ import annotations

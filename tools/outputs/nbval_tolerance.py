@@ -1,7 +1,7 @@
 """A pytest plugin beside nbval: a cell's printed numbers compared within its declared tolerance.
 
 Loaded for every pytest run from the project's settings (pyproject.toml, ``addopts = "-p
-tools.nbval_tolerance"``), so ``python -m pytest --nbval notebooks/`` from the
+tools.outputs.nbval_tolerance"``), so ``python -m pytest --nbval notebooks/`` from the
 repository root compares exactly as ``make test`` does. nbval stays the runner; this plugin
 replaces nbval's ``IPyNbCell.compare_outputs`` by one that, for a cell declaring a tolerance,
 compares numbers by value. Every other cell goes to nbval's own comparison, unchanged. Under

@@ -1,12 +1,12 @@
 """The project's exact pins, read once for the tests that compare against them (test_environment.py,
-tools/colab): canonical package names and constraints.txt."""
+tools/platforms/colab_twin.py): canonical package names and constraints.txt."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def canonical(name: str) -> str:

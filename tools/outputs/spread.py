@@ -1,12 +1,12 @@
 """Measure how far each notebook cell's printed numbers move on other CPUs: `make spread`.
 
-    python -m tools.spread                       every notebook, every setting
-    python -m tools.spread --notebook 03         one notebook (a name or its start)
-    python -m tools.spread --settings here,nbval-alt --notebook 03
-    python -m tools.spread --declare             measure, then write tolerances
-    python -m tools.spread --no-run --declare    write tolerances from the stored measurement
-    python -m tools.spread --no-run              report the stored measurement
-    python -m tools.spread --list                the settings
+    python -m tools.outputs.spread                       every notebook, every setting
+    python -m tools.outputs.spread --notebook 03         one notebook (a name or its start)
+    python -m tools.outputs.spread --settings here,nbval-alt --notebook 03
+    python -m tools.outputs.spread --declare             measure, then write tolerances
+    python -m tools.outputs.spread --no-run --declare    write tolerances from the stored measurement
+    python -m tools.outputs.spread --no-run              report the stored measurement
+    python -m tools.outputs.spread --list                the settings
 
 Each notebook runs under nbval (as `make nbval` runs it: same kernel, sanitize file and
 comparison) once per setting, each setting a knob that makes this machine compute as another
@@ -14,13 +14,13 @@ would: PyTorch's CPU kernel level, the thread count, MKL's and OpenBLAS's code p
 combination of the second nbval pass (the Makefile's ALT_CPU). nbval reads the notebook and runs
 its cells in a kernel; the file is never written (except by --declare, which changes only cell
 metadata). For every cell it writes down which printed numbers moved against the stored output,
-and to what, in tools/spread.json (keyed by notebook, machine, setting and cell id), beside the
+and to what, in tools/outputs/spread.json (keyed by notebook, machine, setting and cell id), beside the
 numbers each cell printed when measured. Measuring
 some settings or notebooks replaces those of this machine and keeps the rest, other machines'
 included, as long as the cells print the same numbers: the same setting picks other kernels on another
 CPU (MKL takes other code paths on AMD and Intel), so the tolerances cover every machine measured.
 
-The rule (tests/README.md, "Writing a stable output"; tests/tools/test_spread.py holds it):
+The rule (tests/README.md, "Writing a stable output"; tests/tools/outputs/test_spread.py holds it):
 
 - A number's move is |new - stored| as printed, exact decimals; a move of 0 (``-0.00`` against
   ``0.00``) counts as one unit of its last digit, the resolution at which it was measured.
@@ -65,7 +65,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.nbval_tolerance import (
+from tools.outputs.nbval_tolerance import (
     KEY,
     DeclarationError,
     Number,
@@ -75,7 +75,7 @@ from tools.nbval_tolerance import (
     split_numbers,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 MEASUREMENT = HERE / "spread.json"
 SANITIZE = HERE / "nbval_sanitize.cfg"
@@ -443,7 +443,7 @@ def run_setting(notebook: Path, name: str, env_extra: dict[str, str], timeout: f
     with tempfile.TemporaryDirectory(prefix="spread-") as tmp:
         record = Path(tmp) / "record.json"
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "-p", "tools.nbval_tolerance", "-p", "tools.spread_record",
+               "-p", "tools.outputs.nbval_tolerance", "-p", "tools.outputs.spread_record",
                "--spread-record", str(record), "--nbval", "--nbval-current-env",
                "--nbval-sanitize-with", str(SANITIZE), str(notebook)]
         start = time.perf_counter()
@@ -532,8 +532,8 @@ def save(measurement: dict, path: Path = MEASUREMENT, root: Path = ROOT) -> None
         del measurement["notebooks"][name]
         print(f"{name}: gone from the checkout; its measurement is dropped")
     measurement["about"] = ("The printed numbers that moved, per notebook, setting and cell id, against the "
-                            "stored output. Written by make spread (tools/spread.py); read by "
-                            "tests/tools/test_spread.py.")
+                            "stored output. Written by make spread (tools/outputs/spread.py); read by "
+                            "tests/tools/outputs/test_spread.py.")
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(measurement, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
@@ -545,7 +545,7 @@ def code_cells(path: Path) -> list:
     ids = [c.get("id") for c in cells]
     if not all(ids) or len(set(ids)) != len(ids):
         raise SystemExit(f"{path.name}: every code cell needs its own id (nbformat 4.5): "
-                         f"run python -m tools.spread --add-ids --notebook {path.stem}")
+                         f"run python -m tools.outputs.spread --add-ids --notebook {path.stem}")
     return cells
 
 
@@ -704,7 +704,7 @@ def add_ids(path: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.spread",
+    parser = argparse.ArgumentParser(prog="python -m tools.outputs.spread",
                                      description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notebook", action="append", default=[], metavar="NAME",

@@ -1,4 +1,4 @@
-"""`make colab-twin` (tools/colab/twin.py): what it rebuilds of Colab's runtime, and the package's
+"""`make colab-twin` (tools/platforms/colab_twin.py): what it rebuilds of Colab's runtime, and the package's
 ranges that let the notebooks' first cell keep Colab's own packages. The twin itself runs in CI
 after make test (.ci/run); these are its quick checks."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from tools.colab import frontend, twin
-from tools.pins import canonical, constraints
+from tools.platforms import colab_frontend as frontend, colab_twin as twin
+from tools.platforms.pins import canonical, constraints
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -68,7 +68,7 @@ def test_without_python_313_the_twin_takes_the_cpu_wheel_on_disk():
 def test_make_colab_twin_runs_the_twin_and_ci_runs_it_after_make_test():
     makefile = (ROOT / "Makefile").read_text()
     target = makefile.split("\ncolab-twin:", 1)[1].split("\n\n", 1)[0]
-    assert "-m tools.colab.twin" in target and "nice" in target
+    assert "-m tools.platforms.colab_twin" in target and "nice" in target
     assert "make colab-twin" in makefile.split("\nhelp:", 1)[1].split("\n\n", 1)[0]
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
           if line.strip() and not line.lstrip().startswith("#")]

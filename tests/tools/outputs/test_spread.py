@@ -1,5 +1,5 @@
-"""Every notebook's declared tolerances against its measured spread (tools/spread.json,
-written by `make spread`), and the rule itself (tools/spread.py) on made-up cells.
+"""Every notebook's declared tolerances against its measured spread (tools/outputs/spread.json,
+written by `make spread`), and the rule itself (tools/outputs/spread.py) on made-up cells.
 
 A declared tolerance must cover MARGIN (3) x the largest move measured in its cell and stay within
 FAR (10) x it; a cell whose numbers moved must declare one, a cell that never moved must not; a
@@ -19,10 +19,10 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from tools import spread
-from tools.nbval_tolerance import Tolerance, cell_fingerprint, declaration, split_numbers
+from tools.outputs import spread
+from tools.outputs.nbval_tolerance import Tolerance, cell_fingerprint, declaration, split_numbers
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 

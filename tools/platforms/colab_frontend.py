@@ -13,7 +13,7 @@ computes afresh in the kernel at that position. With ipywidgets 7 (Colab) the sh
 box's one Output widget, redrawn by the kernel; with ipywidgets 8 it is the stored output the
 browser's links would pick from the box's Stack.
 
-Used by ``make colab-twin`` (tools/colab/twin.py) and tests/classroom/test_sliders.py.
+Used by ``make colab-twin`` (tools/platforms/colab_twin.py) and tests/classroom/test_sliders.py.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ does a lesson that leaves the workspace unset or TF32 on after its second cell. 
 the settings are put back to torch's defaults (TF32 on, no workspace), so each lesson must make
 them itself.
 
-    python -m tools.cuda_rehearsal notebooks/*.ipynb     # one JSON line per notebook
+    python -m tools.platforms.cuda_rehearsal notebooks/*.ipynb     # one JSON line per notebook
 
 tests/notebooks/test_cuda_order.py runs it on every lesson (and on a lesson that starts CUDA too
 early, to show the rehearsal catches it).
@@ -32,7 +32,7 @@ import sys
 import traceback
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DETERMINISTIC_WORKSPACES = (":4096:8", ":16:8")
 
 

@@ -1,7 +1,7 @@
 """A pytest plugin for the spread measurement: what each notebook cell printed under nbval.
 
-Loaded only by tools/spread.py, in the nbval run it starts under one CPU setting:
-``-p tools.spread_record --spread-record FILE``. FILE gets, for every code cell, the
+Loaded only by tools/outputs/spread.py, in the nbval run it starts under one CPU setting:
+``-p tools.outputs.spread_record --spread-record FILE``. FILE gets, for every code cell, the
 stored and the new outputs exactly as nbval compared them (sanitized, by output key; recorded
 by nbval_tolerance's comparison), or the error that stopped the cell. It records; it never
 changes a result.

@@ -1,4 +1,4 @@
-"""The nbval sanitizer (tools/nbval_sanitize.cfg) hides timings and addresses, and nothing else."""
+"""The nbval sanitizer (tools/outputs/nbval_sanitize.cfg) hides timings and addresses, and nothing else."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from nbval.plugin import get_sanitize_patterns
 
-CFG = Path(__file__).resolve().parents[2] / "tools" / "nbval_sanitize.cfg"
+CFG = Path(__file__).resolve().parents[3] / "tools" / "outputs" / "nbval_sanitize.cfg"
 
 
 def sanitize(text: str) -> str:

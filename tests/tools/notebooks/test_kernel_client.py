@@ -1,4 +1,4 @@
-"""tools/kernel_client.py: a missed wake-up costs one slice, not the caller's whole timeout."""
+"""tools/notebooks/kernel_client.py: a missed wake-up costs one slice, not the caller's whole timeout."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tools.kernel_client import poll_in_slices, slice_polls
+from tools.notebooks.kernel_client import poll_in_slices, slice_polls
 
 
 class Sleepy:

@@ -1,4 +1,4 @@
-"""The Colab install cell: one text (tools/install_cell.py), the first code cell of every
+"""The Colab install cell: one text (tools/notebooks/install_cell.py), the first code cell of every
 lesson, installing from the one repository URL of _config.yml. What it does on Colab's own
 runtime is proven by `make colab-twin`; here, its text, the tool that writes it, and its logic."""
 
@@ -14,10 +14,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from tools import install_cell
-from tools.install_cell import ENV_VAR, RESTART_LINE, TAGS, apply, cell_text, problems, repository_url
+from tools.notebooks import install_cell
+from tools.notebooks.install_cell import ENV_VAR, RESTART_LINE, TAGS, apply, cell_text, problems, repository_url
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 

@@ -1,4 +1,4 @@
-"""The tolerance plugin (tools/nbval_tolerance.py): numbers within a declared tolerance,
+"""The tolerance plugin (tools/outputs/nbval_tolerance.py): numbers within a declared tolerance,
 everything else exactly; and, end to end, a plain `pytest --nbval` run that uses it."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from tools import nbval_tolerance as tol
-from tools.nbval_tolerance import (
+from tools.outputs import nbval_tolerance as tol
+from tools.outputs.nbval_tolerance import (
     DeclarationError,
     Tolerance,
     compare_text,
@@ -24,7 +24,7 @@ from tools.nbval_tolerance import (
     split_numbers,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def raws(text: str) -> list[str]:

@@ -1,23 +1,27 @@
-"""make budget's table (tools/budget.py): the parts' times from bash's time lines, each notebook's from
+"""make budget's table (tools/notebooks/budget.py): the parts' times from bash's time lines, each notebook's from
 pytest's JUnit report, written between the markers of tests/README.md and nowhere else."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tools import budget
+from tools.notebooks import budget
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 LOG = """\
 make[1]: Nothing to be done for 'setup'.
 time setup: 3.5 s wall, 0.4 s user, 0.2 s system
 .....                                   [100%]
 time unit: 101.2 s wall, 95.1 s user, 3.2 s system
+time e2e: 80.0 s wall, 70.0 s user, 2.0 s system
+time nbval: 300.0 s wall, 290.0 s user, 5.0 s system
+time checked-book: 400.0 s wall, 300.0 s user, 20.0 s system
 time test: 612.0 s wall, 900.5 s user, 40.0 s system
 """
 
@@ -29,7 +33,8 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
 
 
 def test_the_time_lines_give_each_part_its_wall_and_cpu_time():
-    assert budget.parts(LOG) == {"setup": (3.5, 0.6000000000000001), "unit": (101.2, 98.3), "test": (612.0, 940.5)}
+    assert budget.parts(LOG)["setup"] == pytest.approx((3.5, 0.6)) and budget.parts(LOG)["unit"] == (101.2, 98.3)
+    assert list(budget.parts(LOG)) == [*budget.STEPS, "test"] and budget.parts(LOG)["test"] == (612.0, 940.5)
 
 
 def test_the_junit_report_gives_each_notebook_its_time(tmp_path):
@@ -54,6 +59,23 @@ def test_a_log_without_the_whole_run_is_refused(tmp_path):
     (tmp_path / "make.log").write_text("time unit: 1.0 s wall, 1.0 s user, 0.0 s system\n")
     with pytest.raises(SystemExit, match="no 'time test: ...' line"):
         budget.main([str(tmp_path / "make.log"), str(tmp_path / "none.xml"), str(tmp_path / "README.md")])
+
+
+def test_a_dry_run_or_another_runs_report_is_refused_and_the_table_left_as_it_was(tmp_path):
+    """make -n budget runs the recursive makes as dry runs: the log has the outer time lines only."""
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{budget.BEGIN}\nold table\n{budget.END}\n")
+    (tmp_path / "make.log").write_text("time setup: 3.0 s wall, 1.0 s user, 0.1 s system\n"
+                                       "time test: 12.0 s wall, 3.0 s user, 0.2 s system\n")
+    with pytest.raises(SystemExit, match="no time line for unit, e2e, nbval, checked-book"):
+        budget.main([str(tmp_path / "make.log"), str(tmp_path / "none.xml"), str(readme)])
+    (tmp_path / "make.log").write_text(LOG)
+    (tmp_path / "nbval.xml").write_text(JUNIT)
+    day_old = (tmp_path / "make.log").stat().st_mtime - 86400
+    os.utime(tmp_path / "nbval.xml", (day_old, day_old))
+    with pytest.raises(SystemExit, match="is older than the make test"):
+        budget.main([str(tmp_path / "make.log"), str(tmp_path / "nbval.xml"), str(readme)])
+    assert readme.read_text() == f"{budget.BEGIN}\nold table\n{budget.END}\n"
 
 
 def test_the_makefile_prints_the_lines_the_table_reads():

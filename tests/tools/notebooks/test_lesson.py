@@ -1,0 +1,109 @@
+"""make lesson (tools/notebooks/lesson.py): a new lesson that keeps the mechanical rules of README.md's "Writing a
+lesson" before a word of it is written: the lesson rules of tests/notebooks/test_rules.py, the install
+cell, its _toc.yml line in course order, its exercises module and CASES row passing
+tests/classroom/test_exercises.py's rules, and no spread to measure (it prints no number)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.notebooks import test_rules as rules
+from tools.notebooks import install_cell, lesson
+from tools.outputs import spread
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def course(tmp_path):
+    """The course's lesson names, _toc.yml, the labs package and the exercise CASES, in a folder of its own."""
+    (tmp_path / "notebooks").mkdir()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        (tmp_path / "notebooks" / path.name).write_text("{}")
+    shutil.copy(ROOT / "_toc.yml", tmp_path / "_toc.yml")
+    shutil.copytree(ROOT / "labs", tmp_path / "labs", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / lesson.CASES).parent.mkdir(parents=True)
+    shutil.copy(ROOT / lesson.CASES, tmp_path / lesson.CASES)
+    return tmp_path
+
+
+def _check_and_case(course: Path, name: str):
+    """The scaffold's check (imported from the course folder) and its row of CASES."""
+    spec = importlib.util.spec_from_file_location(f"scaffold_{name}", course / "labs" / "classroom" / "exercises"
+                                                  / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tree = ast.parse((course / lesson.CASES).read_text())
+    cases = next(n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CASES")
+    row = next(v for k, v in zip(cases.keys, cases.values) if k.value == f"check_{name}")
+    return getattr(module, f"check_{name}"), eval(compile(ast.Expression(row), "CASES", "eval"))  # noqa: S307
+
+
+def test_a_scaffolded_lesson_keeps_the_mechanical_rules(course):
+    before = (course / "_toc.yml").read_text()
+    path = lesson.scaffold("retrieval_eval", root=course)
+    last = sorted((ROOT / "notebooks").glob("*.ipynb"))[-1]
+    assert path.name == f"{int(last.name[:2]) + 1:02d}_retrieval_eval.ipynb"
+    rules.test_lesson_shape(path)
+    rules.test_a_lesson_is_read_in_one_sitting(path)
+    rules.test_nothing_from_writing_the_book_is_on_the_page(path)
+    assert install_cell.problems(path, install_cell.cell_text()) == []
+    toc = (course / "_toc.yml").read_text()
+    listed = re.findall(r"file:\s*notebooks/(\S+)", toc)
+    assert listed == sorted(listed) and listed[-1] == path.stem
+    assert toc.replace(f"      - file: notebooks/{path.stem}\n", "", 1) == before  # one line added, nothing else
+    assert f"]({last.name})" in rules.prose(rules.load(path))  # what to know first: the lesson before
+    assert spread.check_notebook(path, {"notebooks": {}}, root=course) == []  # prints no number: nothing to measure
+
+
+def test_a_scaffolded_lesson_has_a_check_that_keeps_the_exercise_rules(course, capsys):
+    """The rules tests/classroom/test_exercises.py holds every check to: a row in CASES; the right answer
+    passes; a wrong one fails without showing the answer; no answer asks for one; a lesson calls it."""
+    before = (ROOT / lesson.CASES).read_text()
+    path = lesson.scaffold("retrieval_eval", root=course)
+    check, (right, wrong, secret) = _check_and_case(course, "retrieval_eval")
+    assert check(right()) is True and capsys.readouterr().out.startswith("Right")
+    assert check(wrong) is False
+    out = capsys.readouterr().out
+    assert out.strip() and not out.startswith("Right") and secret not in out
+    assert check(None) is False and "fill in" in capsys.readouterr().out.lower()
+    assert "check_retrieval_eval(" in "\n".join(rules.source(c) for c in rules.load(path)["cells"]
+                                                if c["cell_type"] == "code")
+    assert rules.exercise_problems(rules.load(path)["cells"], path.name) == []
+    rules.test_every_exercise_has_a_worked_solution_after_the_attempt(path)
+    added = (course / lesson.CASES).read_text().replace(lesson.CASE.format(name="retrieval_eval"), "", 1)
+    assert added == before  # one row added, nothing else
+
+
+@pytest.mark.parametrize("name, message", [("retrieval-eval", "lower-case words"), ("11_eval", "lower-case words"),
+                                           ("Eval", "lower-case words"), ("pooling", "exists already"),
+                                           ("spare", "exercises/spare.py exists already")])
+def test_a_bad_or_taken_name_is_refused_and_nothing_is_written(course, name, message):
+    def state():
+        return (sorted(p.name for p in (course / "notebooks").iterdir()), (course / "_toc.yml").read_text(),
+                sorted(p.name for p in (course / "labs" / "classroom" / "exercises").iterdir()),
+                (course / lesson.CASES).read_text())
+
+    if name == "spare":  # a check module of that name, but no lesson
+        (course / "labs" / "classroom" / "exercises" / "spare.py").write_text("")
+    before = state()
+    with pytest.raises(SystemExit, match=message):
+        lesson.scaffold(name, root=course)
+    assert state() == before
+
+
+@pytest.mark.e2e  # a kernel
+def test_a_scaffolded_lesson_runs_cleanly_and_prints_no_number(course, monkeypatch):
+    from tools.notebooks.execute import execute
+
+    path = lesson.scaffold("retrieval_eval", root=course)
+    monkeypatch.setenv("PYTHONPATH", str(course))  # the kernel imports the course folder's labs, new check included
+    execute(path)
+    rules.test_every_code_cell_ran_cleanly(path)
+    assert spread.check_notebook(path, {"notebooks": {}}, root=course) == []
