@@ -111,8 +111,8 @@ def test_without_the_curve_the_same_models_are_trained():
 
 @pytest.mark.parametrize("taus, seeds, message", [
     ([], [0], "taus must be a non-empty list"), ("0.1", [0], "taus must be a non-empty list"),
-    ([0.1, 0.0], [0], "tau must be a finite number > 0, got 0.0"), ([0.1], [], "seeds must be a non-empty list"),
-    ([0.1], 3, "seeds must be a non-empty list"), ([0.1], [0, -1], "seed must be an integer >= 0, got -1"),
+    ([0.1, 0.0], [0], "taus entry must be a finite number > 0, got 0.0"), ([0.1], [], "seeds must be a non-empty list"),
+    ([0.1], 3, "seeds must be a non-empty list"), ([0.1], [0, -1], "seeds entry must be an integer >= 0, got -1"),
     ([1e-46], [0], r"tau=1e-46 is too small for these scores"),
 ], ids=["taus-empty", "taus-string", "tau-zero", "seeds-empty", "seeds-int", "seed-negative", "tau-underflows"])
 def test_the_grid_refuses_bad_lists_by_name(taus, seeds, message):
