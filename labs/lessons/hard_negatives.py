@@ -305,13 +305,6 @@ class BiEncoder:
     vocab: tuple[str, ...]
     W: np.ndarray
 
-    def __post_init__(self) -> None:
-        require(isinstance(self.vocab, tuple) and all(isinstance(w, str) for w in self.vocab) and self.vocab,
-                lambda: f"vocab must be a non-empty tuple of words (see build_vocab), got {type(self.vocab).__name__}")
-        W = finite_table(self.W, "W")
-        require(W.ndim == 2 and W.shape[0] == len(self.vocab) and W.shape[1] >= 1, f"W must be (V, d) with one row "
-                f"per word of vocab (V = {len(self.vocab)}), got shape {W.shape}")
-
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return normalize_rows(bag_of_words(texts, self.vocab) @ self.W)[0]
 

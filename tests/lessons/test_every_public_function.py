@@ -190,7 +190,6 @@ CASES: dict[str, tuple[Callable, Callable[[], dict], tuple[str, ...]]] = {
     "hard_negatives.finite_difference_check": (hard_negatives.finite_difference_check,
                                                lambda: {"seed": 0, "eps": 1e-6, "tau": 0.5}, ()),
     "autograd_check": (hard_negatives.autograd_check, lambda: {"seed": 0, "tau": 0.5}, ()),
-    "BiEncoder": (hard_negatives.BiEncoder, lambda: {"vocab": ("a", "b"), "W": np.eye(2)}, ()),
     "first_batch": (hard_negatives.first_batch, lambda: {"hard_negatives": True, "seed": 0, "batch": 4, "dim": 4}, ()),
     "train_bi_encoder": (hard_negatives.train_bi_encoder, lambda: {"hard_negatives": False, "seed": 0, "steps": 2,
                                                                    "batch": 4, "tau": 0.1, "lr": 0.5, "dim": 4}, ()),
@@ -294,6 +293,9 @@ CASES: dict[str, tuple[Callable, Callable[[], dict], tuple[str, ...]]] = {
     # temperature
     "positive_loss_gradient": (temperature.positive_loss_gradient, lambda: {"pos": 0.8, "negs": [0.6, 0.5],
                                                                             "tau": 0.05}, ()),
+    "optimizer_step": (temperature.optimizer_step,  # a step of the caller's optimizer: only the valid call
+                       lambda: {"optimizer": torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1), "lr": 0.1},
+                       ("optimizer", "lr")),
     "make_toy_pairs": (temperature.make_toy_pairs, lambda: {"n": 8, "seed": 0, "latent": 4, "dim": 6, "noise": 2.5},
                        ()),
     "train_at_temperature": (temperature.train_at_temperature, lambda: {"tau": 0.1, "seed": 0, "steps": 2,
@@ -308,11 +310,12 @@ REFUSALS_ONLY = {"train_cross_encoder", "embed_captions", "embedding_scores", "m
 #: Where None stands for a default (an optional argument) or infinity is a documented value.
 VALID = {("train_adapter", "L"): [None], ("train_adapter_torch", "L"): [None], ("false_negative_mask", "guide"): [None],
          ("matryoshka_loss", "weights"): [None], ("cls_pool", "attention_mask"): [None],
-         ("train_image_tower", "batch"): [None],
+         ("train_image_tower", "batch"): [None], ("mine_with_model", "seed"): [None],
          ("push", "margin"): [float("inf")], ("margin_toy", "margin"): [float("inf")]}
 
 #: Public classes that are results, made by the lessons' functions (fields, no arguments to check).
-RESULTS = {"ToyWorld", "ClipToy", "DigitSplit", "DigitsReport", "Topic", "TemperatureRun"}
+RESULTS = {"ToyWorld", "ClipToy", "DigitSplit", "DigitsReport", "Topic", "TemperatureRun",
+           "BiEncoder"}  # a model: checked where it is used (look_alike_accuracy's model.W ...)
 
 
 def _public() -> dict[str, object]:
