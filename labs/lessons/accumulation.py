@@ -30,7 +30,7 @@ from functools import partial
 import numpy as np
 import torch
 
-from labs.checks import arguments, integer, positive, require, tensor, unit_rows
+from labs.checks import MOST, arguments, integer, positive, require, tensor, unit_rows
 from labs.lessons.infonce import info_nce_rows, info_nce_torch
 
 __all__ = ["accumulation_vs_true_batch"]
@@ -45,7 +45,7 @@ def _values(x: torch.Tensor, name: str) -> torch.Tensor:
     return tensor(x.detach().cpu().double(), name, finite=True)
 
 
-@arguments(queries=_values, docs=_values, micro=partial(integer, minimum=2),
+@arguments(queries=_values, docs=_values, micro=partial(integer, minimum=2, maximum=MOST),
            scale=partial(positive, what="a finite number > 0 (1 / tau)"))
 def accumulation_vs_true_batch(queries: torch.Tensor, docs: torch.Tensor, micro: int = 16,
                                scale: float = 20.0) -> dict:
@@ -64,6 +64,7 @@ def accumulation_vs_true_batch(queries: torch.Tensor, docs: torch.Tensor, micro:
     require(queries.ndim == 2 and queries.shape == docs.shape and 0 not in queries.shape, "queries and docs must "
             f"be tensors of the same shape (N, d), N and d >= 1, got {tuple(queries.shape)} and {tuple(docs.shape)}")
     n, tau = queries.shape[0], 1.0 / scale
+    require(math.isfinite(tau), f"scale={scale!r} is too small: 1 / scale (the temperature) overflows float64")
     require(n % micro == 0 and n != micro, f"micro must be an integer >= 2 that divides N={n} into several "
             f"micro-batches, got {micro!r}")
     q, d = unit_rows(queries, "queries row"), unit_rows(docs, "docs row")

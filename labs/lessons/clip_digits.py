@@ -60,8 +60,8 @@ import torch
 from torch import nn
 
 from labs.checks import (
-    arguments, choice, finite_table, flag, instance, integer, integer_table, items, number, optional, positive,
-    require, random_seed, still_finite, temperature, template, tensor, texts, unit_rows,
+    MOST, arguments, choice, finite_table, flag, instance, integer, integer_table, items, number, optional,
+    positive, require, random_seed, still_finite, temperature, template, tensor, texts, unit_rows,
 )
 from labs.lessons.clip_batches import SAMPLERS, draw_batch
 from labs.lessons.infonce import info_nce_torch
@@ -196,6 +196,8 @@ class ImageTower(nn.Module):
 
     def __init__(self, out_dim: int = 384, hidden: int = 256, in_dim: int = 64):
         super().__init__()
+        out_dim, hidden, in_dim = (integer(v, name, 1, MOST) for v, name in
+                                   ((out_dim, "out_dim"), (hidden, "hidden"), (in_dim, "in_dim")))
         self.net = nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, out_dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -285,7 +287,8 @@ def _digits(value, name: str) -> list[int]:
 
 
 @arguments(tau=temperature, caption_emb=_frozen_captions, X=_pixels, y=integer_table, sampler=partial(choice, allowed=SAMPLERS),
-           steps=partial(integer, minimum=0), hidden=partial(integer, minimum=1), lr=positive, seed=random_seed,
+           steps=partial(integer, minimum=0, maximum=MOST), hidden=partial(integer, minimum=1, maximum=MOST),
+           lr=positive, seed=random_seed,
            mask_same_digit=flag, classes=optional(_digits))
 def train_image_tower(
     X: np.ndarray,
@@ -352,7 +355,7 @@ def _batch_plan(y: np.ndarray, classes: list[int] | None, batch, sampler: str,
     """The rules between `train_image_tower`'s arguments: the digits trained and the batch size."""
     classes = list(range(10)) if classes is None else classes
     batch = 64 if sampler == "random" and batch is None else batch
-    batch = batch if batch is None else integer(batch, "batch", 2 if sampler == "random" else 1)
+    batch = batch if batch is None else integer(batch, "batch", 2 if sampler == "random" else 1, MOST)
     require(classes, "classes must be a non-empty subset of 0..9, got []")
     require(not mask_same_digit or len(classes) >= 2, f"mask_same_digit=True needs two or more classes: with only "
             f"{classes}, every caption in a batch shows the row's own digit, so none is left as a negative (loss 0)")

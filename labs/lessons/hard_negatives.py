@@ -51,7 +51,8 @@ import torch
 
 from labs import checks
 from labs.checks import (
-    arguments, choice, finite_table, flag, instance, integer, items, optional, positive, require, scaled_scores, table,
+    MOST, arguments, choice, finite_table, flag, instance, integer, items, optional, positive, require, scaled_scores,
+    table,
     temperature, texts, unit_rows,
 )
 from labs.lessons.infonce import info_nce, info_nce_torch, log_softmax_rows
@@ -110,7 +111,7 @@ def make_triples(topics: Iterable[str]) -> list[tuple[str, str, str, str]]:
     The look-alike has the same topic and the other intent: the classic hard
     negative ("my password is broken" against the password policy card).
     """
-    topics = [_topic(t) for t in texts(topics, "topics")]
+    topics = [_topic(t, "topics entry") for t in texts(topics, "topics")]
     return [(q.format(t=t), card(t, intent), card(t, _other(intent)), intent)
             for t in topics for intent in INTENTS for q in QUESTION_TEMPLATES[intent]]
 
@@ -375,7 +376,7 @@ def topic_accuracy(model: BiEncoder, topics: Iterable[str] = UNSEEN_TOPICS) -> f
 
 def _batch(batch, name: str) -> int:
     """A batch of 2 to 12 questions: one per training topic at most."""
-    batch = integer(batch, name, 2)
+    batch = integer(batch, name, 2, MOST)
     require(batch <= len(TRAIN_TOPICS), f"{name} must be at most {len(TRAIN_TOPICS)} (one question per training topic), "
             f"got {batch}")
     return batch
@@ -424,7 +425,7 @@ def _batches(intents: np.ndarray, topics: np.ndarray, templates: np.ndarray, har
     return _feature_rows()[np.concatenate(rows, axis=1)]
 
 
-@arguments(hard_negatives=flag, seed=_SEED, dim=partial(integer, minimum=1), batch=_batch)
+@arguments(hard_negatives=flag, seed=_SEED, dim=partial(integer, minimum=1, maximum=MOST), batch=_batch)
 def first_batch(hard_negatives: bool, *, seed: int = 0, batch: int = 8, dim: int = 16) -> tuple[list[str], list[str]]:
     """The texts of the first training batch: (questions, cards); card i answers question i."""
     rng = np.random.default_rng(seed)
@@ -438,8 +439,8 @@ def first_batch(hard_negatives: bool, *, seed: int = 0, batch: int = 8, dim: int
     return questions, cards
 
 
-@arguments(hard_negatives=flag, seed=_SEED, dim=partial(integer, minimum=1), batch=_batch,
-           steps=partial(integer, minimum=0), tau=temperature, lr=positive,
+@arguments(hard_negatives=flag, seed=_SEED, dim=partial(integer, minimum=1, maximum=MOST), batch=_batch,
+           steps=partial(integer, minimum=0, maximum=MOST), tau=temperature, lr=positive,
            checkpoints=optional(partial(items, what="a list of step counts")), checkpoint_topics=_topics)
 def train_bi_encoder(
     hard_negatives: bool, *, seed: int = 0, steps: int = 400, batch: int = 8, tau: float = 0.1,
@@ -494,6 +495,7 @@ def _train(hard_negatives: bool, seed: int, steps: int, batch: int, tau: float, 
     `_train_step_by_step` written out on buffers made once, with the same operations in the same
     order (so the same bits): the batch's rows are gathered before the loop, and the question and
     card rows are scaled to length 1 in one table."""
+    require(1.0 / tau < 1e300, f"tau={tau!r} is too small: the scores / tau overflow float64")
     W0, intents, topics, templates = _plan(seed, dim, batch, steps)
     W, X = W0.copy(), _batches(intents, topics, templates, hard_negatives)
     B, M = batch, X.shape[1] - batch

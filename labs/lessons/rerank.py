@@ -53,8 +53,8 @@ import numpy as np
 import torch
 
 from labs.checks import (
-    arguments, finite_table, function, integer, items, positive, random_seed, require, still_finite, table, template,
-    tensor, texts,
+    MOST, arguments, finite_table, function, integer, items, positive, random_seed, require, still_finite, table,
+    template, tensor, texts,
 )
 from labs.lessons.temperature import optimizer_step
 
@@ -228,7 +228,8 @@ def _model_folder(base_model, name: str) -> str:
     return str(base_model)
 
 
-@arguments(rows=_rows, seed=random_seed, batch_size=partial(integer, minimum=1), max_length=partial(integer, minimum=1),
+@arguments(rows=_rows, seed=random_seed, batch_size=partial(integer, minimum=1, maximum=MOST),
+           max_length=partial(integer, minimum=1, maximum=MOST),
            lr=positive, base_model=_model_folder)
 def train_cross_encoder(rows: Sequence[tuple[str, str, int]], base_model: str, seed: int = 0, lr: float = 2e-4,
                         batch_size: int = 16, max_length: int = 64) -> CrossEncoder:
@@ -344,7 +345,8 @@ def binary_cross_entropy(probabilities: Sequence[float], labels: Sequence[int]) 
 def _probabilities_and_labels(p: torch.Tensor, y: torch.Tensor) -> None:
     """The rules between `binary_cross_entropy`'s arguments: one probability in (0, 1) per label 0 or 1."""
     require(p.ndim == 1 and p.shape == y.shape and len(p) > 0,
-            f"need one probability per label, got {tuple(p.shape)} and {tuple(y.shape)}")
+            f"probabilities and labels must be 1-D, one probability per label, got shapes {tuple(p.shape)} and "
+            f"{tuple(y.shape)}")
     require(bool(((y == 0) | (y == 1)).all()), "labels must be 0 or 1")
     outside = torch.nonzero(~((p > 0) & (p < 1))).flatten().tolist()
     require(not outside, lambda: f"probabilities must lie strictly between 0 and 1, got {float(p[outside[0]])!r} at "

@@ -376,7 +376,7 @@ def test_text_and_model_arguments_are_refused_by_name(call, match):
     (lambda: hn.first_batch("yes"), "hard_negatives must be True or False"),
     (lambda: hn.first_batch(True, seed=-1), "seed must be an integer >= 0"),
     (lambda: hn.first_batch(True, batch=20), "batch must be at most 12"),
-    (lambda: hn.first_batch(True, dim=0), "dim must be an integer >= 1"),
+    (lambda: hn.first_batch(True, dim=0), "dim must be an integer from 1 to 100000"),
     (lambda: hn.train_bi_encoder(True, seed=1.0), "seed must be an integer"),
     (lambda: hn.train_bi_encoder(True, lr="0.5"), "lr must be a finite number > 0"),
     (lambda: hn.train_bi_encoder(True, checkpoints=5), "checkpoints must be a list of step counts"),

@@ -213,13 +213,13 @@ def test_data_builders_refuse_what_is_not_a_rule_or_a_template(call, message):
     ("abc", {}, "rows must be a list of"),
     ([("q", "p", True)], {}, "first bad row: \\('q', 'p', True\\)"),
     ([(1, "p", 1)], {}, "first bad row"),
-    ([("q", "p", 1)], {"batch_size": 2.5}, "batch_size must be an integer >= 1, got 2.5"),
-    ([("q", "p", 1)], {"batch_size": "4"}, "batch_size must be an integer >= 1, got '4'"),
+    ([("q", "p", 1)], {"batch_size": 2.5}, "batch_size must be an integer from 1 to 100000, got 2.5"),
+    ([("q", "p", 1)], {"batch_size": "4"}, "batch_size must be an integer from 1 to 100000, got '4'"),
     ([("q", "p", 1)], {"lr": "x"}, "lr must be a finite number > 0"),
     ([("q", "p", 1)], {"lr": float("nan")}, "lr must be a finite number > 0"),
     ([("q", "p", 1)], {"seed": -1}, "seed must be an integer >= 0"),
     ([("q", "p", 1)], {"seed": 2**64}, r"seed must be an integer from 0 to 2\*\*64 - 1"),
-    ([("q", "p", 1)], {"max_length": 0}, "max_length must be an integer >= 1"),
+    ([("q", "p", 1)], {"max_length": 0}, "max_length must be an integer from 1 to 100000"),
 ], ids=["rows-string", "label-bool", "question-int", "batch-float", "batch-string", "lr-string", "lr-nan", "seed",
         "seed-huge", "max-length"])
 def test_train_cross_encoder_checks_every_argument_before_loading_the_model(rows, kwargs, message):

@@ -111,8 +111,8 @@ def test_without_the_curve_the_same_models_are_trained():
 
 @pytest.mark.parametrize("taus, seeds, message", [
     ([], [0], "taus must be a non-empty list"), ("0.1", [0], "taus must be a non-empty list"),
-    ([0.1, 0.0], [0], "tau must be a finite number > 0, got 0.0"), ([0.1], [], "seeds must be a non-empty list"),
-    ([0.1], 3, "seeds must be a non-empty list"), ([0.1], [0, -1], "seed must be an integer >= 0, got -1"),
+    ([0.1, 0.0], [0], "taus entry must be a finite number > 0, got 0.0"), ([0.1], [], "seeds must be a non-empty list"),
+    ([0.1], 3, "seeds must be a non-empty list"), ([0.1], [0, -1], "seeds entry must be an integer >= 0, got -1"),
     ([1e-46], [0], r"tau=1e-46 is too small for these scores"),
 ], ids=["taus-empty", "taus-string", "tau-zero", "seeds-empty", "seeds-int", "seed-negative", "tau-underflows"])
 def test_the_grid_refuses_bad_lists_by_name(taus, seeds, message):
@@ -194,16 +194,16 @@ def test_check_pull_ratio(capsys):
 
 
 @pytest.mark.parametrize("args, kwargs, message", [
-    ((2.5,), {}, "n must be an integer >= 1, got 2.5"), (("3",), {}, "n must be an integer >= 1, got '3'"),
-    ((True,), {}, "n must be an integer >= 1, got True"),
+    ((2.5,), {}, "n must be an integer from 1 to 100000, got 2.5"), (("3",), {}, "n must be an integer from 1 to 100000, got '3'"),
+    ((True,), {}, "n must be an integer from 1 to 100000, got True"),
     ((3,), {"noise": float("nan")}, "noise must be a finite number >= 0, got nan"),
     ((3,), {"noise": float("inf")}, "noise must be a finite number >= 0, got inf"),
     ((3,), {"noise": 1j}, "noise must be a finite number >= 0, got 1j"),
     ((3,), {"noise": "1"}, "noise must be a finite number >= 0, got '1'"),
     ((3,), {"noise": True}, "noise must be a finite number >= 0, got True"),
     ((3,), {"seed": -1}, "seed must be an integer >= 0, got -1"), ((3,), {"seed": "a"}, "seed must be an integer >= 0"),
-    ((3,), {"latent": 0}, "latent must be an integer >= 1, got 0"), ((3,), {"dim": 2.5}, "dim must be an integer >= 1"),
-    ((3,), {"dim": 0}, "dim must be an integer >= 1, got 0"),
+    ((3,), {"latent": 0}, "latent must be an integer from 1 to 100000, got 0"), ((3,), {"dim": 2.5}, "dim must be an integer from 1 to 100000"),
+    ((3,), {"dim": 0}, "dim must be an integer from 1 to 100000, got 0"),
 ], ids=["n-float", "n-string", "n-bool", "noise-nan", "noise-inf", "noise-complex", "noise-string", "noise-bool",
         "seed-negative", "seed-string", "latent-0", "dim-float", "dim-0"])
 def test_toy_pairs_refuse_settings_of_the_wrong_kind(args, kwargs, message):
@@ -221,10 +221,10 @@ def test_toy_pairs_take_numpy_numbers():
     ({"lr": float("nan")}, "lr must be a finite number > 0, got nan"),
     ({"lr": float("inf")}, "lr must be a finite number > 0, got inf"),
     ({"lr": "0.5"}, "lr must be a finite number > 0, got '0.5'"), ({"lr": True}, "lr must be a finite number > 0, got True"),
-    ({"steps": 2.5}, "steps must be an integer >= 0, got 2.5"), ({"steps": -1}, "steps must be an integer >= 0, got -1"),
-    ({"batch": True}, "batch must be an integer >= 2, got True"),
-    ({"batch": 2, "heldout": 2.5}, "heldout must be an integer >= 2, got 2.5"),
-    ({"batch": 8, "heldout": 4}, "heldout must be an integer >= 8, got 4"),
+    ({"steps": 2.5}, "steps must be an integer from 0 to 100000, got 2.5"), ({"steps": -1}, "steps must be an integer from 0 to 100000, got -1"),
+    ({"batch": True}, "batch must be an integer from 2 to 100000, got True"),
+    ({"batch": 2, "heldout": 2.5}, "heldout must be an integer from 2 to 100000, got 2.5"),
+    ({"batch": 8, "heldout": 4}, "heldout must be an integer from 8 to 100000, got 4"),
     ({"seed": "a"}, "seed must be an integer >= 0"), ({"seed": -1}, "seed must be an integer >= 0"),
     ({"seed": 2**64}, r"seed must be an integer from 0 to 2\*\*64 - 1"),
     ({"optimizer": ["sgd"]}, "optimizer must be one of"), ({"optimizer": None}, "optimizer must be one of"),
