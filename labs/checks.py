@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 __all__ = [
     "require", "arguments", "optional",
-    "number", "positive", "temperature", "integer", "random_seed", "flag", "choice",
+    "number", "positive", "temperature", "integer", "MOST", "random_seed", "flag", "choice",
     "table", "finite_table", "integer_table", "tensor", "scaled_scores", "padding_mask",
     "text", "texts", "template", "ids", "items", "indices",
     "instance", "function", "generator", "torch_generator",
@@ -188,6 +188,11 @@ def temperature(value, name: str = "tau", *, learned: bool = False):
         positive(value.detach(), name, "a number > 0")
         return value.reshape(())
     return positive(value, name, "a number > 0")
+
+
+#: The most steps, rows, dimensions or draws a lesson function takes: beyond it a call would run for
+#: hours or ask for more memory than a laptop has, so it is refused at once (``maximum=MOST``).
+MOST = 100_000
 
 
 def integer(value, name: str, minimum: int | None = None, maximum: int | None = None, *,

@@ -30,7 +30,7 @@ from functools import partial
 import numpy as np
 import torch
 
-from labs.checks import arguments, integer, positive, require, tensor, unit_rows
+from labs.checks import MOST, arguments, integer, positive, require, tensor, unit_rows
 from labs.lessons.infonce import info_nce_rows, info_nce_torch
 
 __all__ = ["accumulation_vs_true_batch"]
@@ -45,7 +45,7 @@ def _values(x: torch.Tensor, name: str) -> torch.Tensor:
     return tensor(x.detach().cpu().double(), name, finite=True)
 
 
-@arguments(queries=_values, docs=_values, micro=partial(integer, minimum=2),
+@arguments(queries=_values, docs=_values, micro=partial(integer, minimum=2, maximum=MOST),
            scale=partial(positive, what="a finite number > 0 (1 / tau)"))
 def accumulation_vs_true_batch(queries: torch.Tensor, docs: torch.Tensor, micro: int = 16,
                                scale: float = 20.0) -> dict:

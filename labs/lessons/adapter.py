@@ -59,7 +59,8 @@ from functools import partial
 import numpy as np
 import torch
 
-from labs.checks import arguments, finite_table, integer, positive, require, temperature, unit_rows
+from labs.checks import (MOST, arguments, finite_table, integer, integer_table, positive, require, scaled_scores,
+                         temperature, unit_rows)
 from labs.lessons.hard_negatives import normalize_backward
 from labs.lessons.infonce import info_nce, info_nce_torch, log_softmax_rows
 
@@ -101,8 +102,9 @@ def _imul(a: int, b: int) -> int:
     return (a * b) & _MASK
 
 
-@arguments(topics=partial(integer, minimum=2), wordings=partial(integer, minimum=1),
-           batch=partial(integer, minimum=2), steps=partial(integer, minimum=0), seed=partial(integer, minimum=0))
+@arguments(topics=partial(integer, minimum=2, maximum=MOST), wordings=partial(integer, minimum=1, maximum=MOST),
+           batch=partial(integer, minimum=2, maximum=MOST), steps=partial(integer, minimum=0, maximum=MOST),
+           seed=partial(integer, minimum=0))
 def batch_plan(topics: int, wordings: int, batch: int, steps: int, seed: int) -> np.ndarray:
     """The rows each step trains on, (steps, batch): row ``wordings * t + w`` is wording w of topic t.
 
@@ -138,7 +140,7 @@ def _grad(W: np.ndarray, Q: np.ndarray, P: np.ndarray, tau: float) -> tuple[floa
     U, norms = _unit(Q @ W.T)                       # A = Q W^T, U = A / |A|
     S = U @ P.T                                     # (B, M) cosines
     B = S.shape[0]
-    logp = log_softmax_rows(S / tau)
+    logp = log_softmax_rows(scaled_scores(S, tau))  # S / tau, or tau named where it overflows
     loss = float(-logp[np.arange(B), np.arange(B)].mean())
     dS = np.exp(logp)
     dS[np.arange(B), np.arange(B)] -= 1.0
@@ -173,7 +175,7 @@ def _training_set(Q, P, L) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     return Q, P, L
 
 
-@arguments(steps=partial(integer, minimum=0), tau=temperature, lr=positive)
+@arguments(steps=partial(integer, minimum=0, maximum=MOST), tau=temperature, lr=positive)
 def train_adapter(Q: np.ndarray, P: np.ndarray, L: np.ndarray | None, plan: np.ndarray, *, steps: int = STEPS,
                   tau: float = TAU, lr: float = LR) -> tuple[np.ndarray, list[float]]:
     """Train W from the identity: ``steps`` steps of plain SGD on the rows of ``plan``; returns W and the losses.
@@ -184,9 +186,7 @@ def train_adapter(Q: np.ndarray, P: np.ndarray, L: np.ndarray | None, plan: np.n
     in-batch arm.
     """
     Q, P, L = _training_set(Q, P, L)
-    plan = np.asarray(plan)
-    require(plan.ndim == 2 and len(plan) >= steps and plan.size and plan.min() >= 0 and plan.max() < len(Q),
-            f"plan must be (steps, batch) rows of Q, at least {steps} steps, got shape {plan.shape}")
+    plan = _plan(plan, steps, len(Q))
     W, losses = np.eye(Q.shape[1]), []
     for rows in plan[:steps]:
         columns = P[rows] if L is None else np.concatenate([P[rows], L[rows]])
@@ -196,8 +196,19 @@ def train_adapter(Q: np.ndarray, P: np.ndarray, L: np.ndarray | None, plan: np.n
     return W, losses
 
 
+def _plan(plan, steps: int, n: int) -> np.ndarray:
+    """The rows of each step, (at least steps, batch), every entry a row of Q (0..n-1)."""
+    plan = integer_table(plan, "plan", ndim=2, what=f"(steps, batch) rows of Q, at least {steps} steps")
+    require(len(plan) >= steps and plan.size and plan.min() >= 0 and plan.max() < n,
+            f"plan must be (steps, batch) rows of Q (0..{n - 1}), at least {steps} steps, got shape {plan.shape}")
+    return plan
+
+
+@arguments(steps=partial(integer, minimum=0, maximum=MOST), tau=temperature, lr=positive)
 def train_adapter_torch(Q, P, L, plan, *, steps: int = STEPS, tau: float = TAU, lr: float = LR) -> np.ndarray:
     """The same run as `train_adapter` through torch autograd in float64 (the check on the hand gradient)."""
+    Q, P, L = _training_set(Q, P, L)
+    plan = _plan(plan, steps, len(Q))
     Qt, Pt = torch.tensor(np.asarray(Q, dtype=np.float64)), torch.tensor(np.asarray(P, dtype=np.float64))
     Lt = None if L is None else torch.tensor(np.asarray(L, dtype=np.float64))
     W = torch.eye(Qt.shape[1], dtype=torch.float64, requires_grad=True)

@@ -49,7 +49,7 @@ from functools import partial
 import numpy as np
 
 from labs.checks import (
-    arguments, finite_table, generator, instance, integer, integer_table, items, positive, require, scaled_scores,
+    MOST, arguments, finite_table, generator, instance, integer, integer_table, items, positive, require, scaled_scores,
     temperature, unit_rows,
 )
 from labs.lessons.hard_negatives import info_nce_grads, normalize_backward
@@ -105,7 +105,7 @@ def make_toy_world(rng: np.random.Generator) -> ToyWorld:
     )
 
 
-@arguments(world=_WORLD, n=partial(integer, minimum=1), rng=generator)
+@arguments(world=_WORLD, n=partial(integer, minimum=1, maximum=MOST), rng=generator)
 def sample_pairs(world: ToyWorld, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """n (image, caption) pairs that share a hidden meaning: (n, 32), (n, 24), labels (n,)."""
     labels = rng.integers(N_CLASSES, size=n)
@@ -194,9 +194,11 @@ class ClipToy:
     world: ToyWorld | None = field(default=None, repr=False)
 
 
-@arguments(seed=partial(integer, minimum=0), steps=partial(integer, minimum=0), tau=temperature, lr=positive,
-           batch=partial(integer, minimum=2), dim=partial(integer, minimum=1), n_test=partial(integer, minimum=1),
-           n_show=partial(integer, minimum=1), checkpoints=partial(items, what="a list of step counts"))
+@arguments(seed=partial(integer, minimum=0), steps=partial(integer, minimum=0, maximum=MOST), tau=temperature,
+           lr=positive,
+           batch=partial(integer, minimum=2, maximum=MOST), dim=partial(integer, minimum=1, maximum=MOST),
+           n_test=partial(integer, minimum=1, maximum=MOST),
+           n_show=partial(integer, minimum=1, maximum=MOST), checkpoints=partial(items, what="a list of step counts"))
 def train_clip_toy(
     *,
     seed: int = 0,

@@ -32,7 +32,7 @@ from functools import partial
 import numpy as np
 import torch
 
-from labs.checks import arguments, choice, integer, integer_table, require, torch_generator
+from labs.checks import MOST, arguments, choice, integer, integer_table, require, torch_generator
 
 __all__ = ["SAMPLERS", "draw_batch", "false_negative_floor"]
 
@@ -53,7 +53,8 @@ def draw_batch(y: np.ndarray, batch: int | None, sampler: str, gen: torch.Genera
     ``torch.Generator`` (None would draw from torch's global random state, unseen by the caller).
     """
     if sampler == "random":
-        return _draw(y, integer(batch, "batch", 2, what="an integer >= 2 for the random sampler"), sampler, gen)
+        batch = integer(batch, "batch", 2, MOST, what=f"an integer from 2 to {MOST} for the random sampler")
+        return _draw(y, batch, sampler, gen)
     require(batch is None or integer(batch, "batch") == len(np.unique(y)), "one_per_digit batches hold one image "
             f"per digit ({len(np.unique(y))}), got batch={batch!r}")
     return _draw(y, batch, sampler, gen)

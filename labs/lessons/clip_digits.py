@@ -60,7 +60,7 @@ import torch
 from torch import nn
 
 from labs.checks import (
-    arguments, choice, finite_table, flag, instance, integer, integer_table, items, number, optional, positive,
+    MOST, arguments, choice, finite_table, flag, instance, integer, integer_table, items, number, optional, positive,
     require, random_seed, still_finite, temperature, template, tensor, texts, unit_rows,
 )
 from labs.lessons.clip_batches import SAMPLERS, draw_batch
@@ -285,7 +285,8 @@ def _digits(value, name: str) -> list[int]:
 
 
 @arguments(tau=temperature, caption_emb=_frozen_captions, X=_pixels, y=integer_table, sampler=partial(choice, allowed=SAMPLERS),
-           steps=partial(integer, minimum=0), hidden=partial(integer, minimum=1), lr=positive, seed=random_seed,
+           steps=partial(integer, minimum=0, maximum=MOST), hidden=partial(integer, minimum=1, maximum=MOST),
+           lr=positive, seed=random_seed,
            mask_same_digit=flag, classes=optional(_digits))
 def train_image_tower(
     X: np.ndarray,
@@ -352,7 +353,7 @@ def _batch_plan(y: np.ndarray, classes: list[int] | None, batch, sampler: str,
     """The rules between `train_image_tower`'s arguments: the digits trained and the batch size."""
     classes = list(range(10)) if classes is None else classes
     batch = 64 if sampler == "random" and batch is None else batch
-    batch = batch if batch is None else integer(batch, "batch", 2 if sampler == "random" else 1)
+    batch = batch if batch is None else integer(batch, "batch", 2 if sampler == "random" else 1, MOST)
     require(classes, "classes must be a non-empty subset of 0..9, got []")
     require(not mask_same_digit or len(classes) >= 2, f"mask_same_digit=True needs two or more classes: with only "
             f"{classes}, every caption in a batch shows the row's own digit, so none is left as a negative (loss 0)")

@@ -33,7 +33,7 @@ from functools import partial
 
 import numpy as np
 
-from labs.checks import arguments, finite_table, function, integer, number, positive, require, table
+from labs.checks import MOST, arguments, finite_table, function, integer, number, positive, require, table
 
 __all__ = ["finite_difference", "gradient_descent", "steps_per_epoch", "train_slope"]
 
@@ -64,7 +64,7 @@ def finite_difference(f: Callable[[np.ndarray], float], w: float | np.ndarray, e
     return float(grad) if grad.ndim == 0 else grad
 
 
-@arguments(grad=function, lr=partial(positive, what="a number"), steps=partial(integer, minimum=0),
+@arguments(grad=function, lr=partial(positive, what="a number"), steps=partial(integer, minimum=0, maximum=MOST),
            w0=partial(finite_table, train_with="a torch optimizer"))
 def gradient_descent(grad: Callable[[np.ndarray], np.ndarray], w0: float | np.ndarray, lr: float,
                      steps: int) -> np.ndarray:
@@ -88,7 +88,8 @@ def steps_per_epoch(n_examples: int, batch: int) -> int:
     return -(-integer(n_examples, "n_examples", 1) // integer(batch, "batch", 1))
 
 
-@arguments(x=finite_table, y=finite_table, lr=partial(positive, what="a number"), batch=partial(integer, minimum=1),
+@arguments(x=finite_table, y=finite_table, lr=partial(positive, what="a number"),
+           batch=partial(integer, minimum=1, maximum=MOST),
            epochs=partial(integer, minimum=1, maximum=100_000), seed=partial(integer, minimum=0))
 def train_slope(x: np.ndarray, y: np.ndarray, *, lr: float, batch: int, epochs: int, seed: int) -> dict:
     """Fit ``y ~ w * x`` by mini-batch gradient descent on the mean squared error.
@@ -98,7 +99,8 @@ def train_slope(x: np.ndarray, y: np.ndarray, *, lr: float, batch: int, epochs: 
     weight before training and after every step), ``loss`` (the mean squared error on all the
     examples at each point of ``path``), ``steps_per_epoch`` and ``best`` (the least-squares
     weight, where the full-data loss is lowest). ``x`` and ``y`` are 1-D, of one length, finite,
-    and ``x`` is not all zero (nor so large that its squares overflow).
+    and ``x`` is not all zero (nor so large that its squares overflow). A run whose loss grows past
+    `DIVERGED` times its start (``lr`` far too large) is refused, naming ``lr``.
     """
     require(x.ndim == 1 and x.shape == y.shape and x.size > 0 and np.any(x), "x and y must be 1-D arrays of the "
             f"same length >= 1, and x not all zero; got shapes {x.shape} and {y.shape}")
@@ -121,10 +123,20 @@ def train_slope(x: np.ndarray, y: np.ndarray, *, lr: float, batch: int, epochs: 
             path.append(w)
             with np.errstate(over="ignore"):
                 loss.append(full_loss(w))
-            require(math.isfinite(loss[-1]), lambda: f"training diverged at step {len(path) - 1}: the loss "
-                    f"overflows float64 (is lr={lr!r} too large?)")
+            require(math.isfinite(loss[-1]) and loss[-1] <= DIVERGED * max(loss[0], 1.0), lambda: "training "
+                    f"diverged at step {len(path) - 1}: the loss grew {_growth(loss[-1], loss[0])} its start "
+                    f"(lr={lr!r} is too large for this x)")
     return {"path": np.array(path), "loss": np.array(loss), "steps_per_epoch": steps_per_epoch(x.size, batch),
             "best": _least_squares(x, y)}
+
+
+#: A loss this many times its start (or 1, if it started below 1) is a run that only diverges: refused.
+DIVERGED = 1e12
+
+
+def _growth(now: float, start: float) -> str:
+    """How far the loss grew, in words: "past float64's range" or "1e+12-fold"."""
+    return "past float64's range from" if not math.isfinite(now) else f"{now / max(start, 1.0):.0e}-fold from"
 
 
 def _least_squares(x: np.ndarray, y: np.ndarray) -> float:

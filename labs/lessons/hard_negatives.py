@@ -51,7 +51,8 @@ import torch
 
 from labs import checks
 from labs.checks import (
-    arguments, choice, finite_table, flag, instance, integer, items, optional, positive, require, scaled_scores, table,
+    MOST, arguments, choice, finite_table, flag, instance, integer, items, optional, positive, require, scaled_scores,
+    table,
     temperature, texts, unit_rows,
 )
 from labs.lessons.infonce import info_nce, info_nce_torch, log_softmax_rows
@@ -375,7 +376,7 @@ def topic_accuracy(model: BiEncoder, topics: Iterable[str] = UNSEEN_TOPICS) -> f
 
 def _batch(batch, name: str) -> int:
     """A batch of 2 to 12 questions: one per training topic at most."""
-    batch = integer(batch, name, 2)
+    batch = integer(batch, name, 2, MOST)
     require(batch <= len(TRAIN_TOPICS), f"{name} must be at most {len(TRAIN_TOPICS)} (one question per training topic), "
             f"got {batch}")
     return batch
@@ -424,7 +425,7 @@ def _batches(intents: np.ndarray, topics: np.ndarray, templates: np.ndarray, har
     return _feature_rows()[np.concatenate(rows, axis=1)]
 
 
-@arguments(hard_negatives=flag, seed=_SEED, dim=partial(integer, minimum=1), batch=_batch)
+@arguments(hard_negatives=flag, seed=_SEED, dim=partial(integer, minimum=1, maximum=MOST), batch=_batch)
 def first_batch(hard_negatives: bool, *, seed: int = 0, batch: int = 8, dim: int = 16) -> tuple[list[str], list[str]]:
     """The texts of the first training batch: (questions, cards); card i answers question i."""
     rng = np.random.default_rng(seed)
@@ -438,8 +439,8 @@ def first_batch(hard_negatives: bool, *, seed: int = 0, batch: int = 8, dim: int
     return questions, cards
 
 
-@arguments(hard_negatives=flag, seed=_SEED, dim=partial(integer, minimum=1), batch=_batch,
-           steps=partial(integer, minimum=0), tau=temperature, lr=positive,
+@arguments(hard_negatives=flag, seed=_SEED, dim=partial(integer, minimum=1, maximum=MOST), batch=_batch,
+           steps=partial(integer, minimum=0, maximum=MOST), tau=temperature, lr=positive,
            checkpoints=optional(partial(items, what="a list of step counts")), checkpoint_topics=_topics)
 def train_bi_encoder(
     hard_negatives: bool, *, seed: int = 0, steps: int = 400, batch: int = 8, tau: float = 0.1,

@@ -155,7 +155,7 @@ SPLITS: dict[str, tuple[str, ...]] = {"train": TRAIN, "val": VALIDATION, "test":
 
 def topic(key: str) -> Topic:
     """The topic named ``key`` (one of `TOPICS`)."""
-    return TOPICS[choice(key, "topic", tuple(TOPICS))]
+    return TOPICS[choice(key, "key", tuple(TOPICS))]
 
 
 def split_of(key: str) -> str:

@@ -35,7 +35,7 @@ from functools import partial
 
 import numpy as np
 
-from labs.checks import arguments, finite_table, flag, integer, items, number, require
+from labs.checks import MOST, arguments, finite_table, flag, integer, items, number, require
 
 __all__ = ["WORDS", "START", "PAIRS", "pull", "push", "margin_toy", "pair_distances"]
 
@@ -119,7 +119,7 @@ def _pairs(pairs: Iterable[tuple[str, str, bool]], name: str,
     return [tuple(p) for p in out]
 
 
-@arguments(steps=partial(integer, minimum=0), rate=_RATE, margin=_MARGIN, negatives=flag,
+@arguments(steps=partial(integer, minimum=0, maximum=MOST), rate=_RATE, margin=_MARGIN, negatives=flag,
            pairs=partial(_pairs, words=WORDS))
 def margin_toy(steps: int = 10, *, rate: float = 0.1, margin: float = 1.0, negatives: bool = True,
                pairs: Sequence[tuple[str, str, bool]] = PAIRS) -> dict[str, np.ndarray]:

@@ -127,12 +127,23 @@ def quantize_int8(vectors: torch.Tensor, scale: float) -> torch.Tensor:
 
 def binarize(vectors: torch.Tensor) -> torch.Tensor:
     """Keep one bit per number: 1 where it is above 0, else 0."""
+    vectors = tensor(vectors, "vectors", finite=True)
     return (vectors > 0).to(torch.float32)
 
 
 def matching_bits(q_bits: torch.Tensor, d_bits: torch.Tensor) -> torch.Tensor:
     """(Q, N) count of positions where the two bit vectors agree (the length minus the Hamming distance)."""
+    q_bits, d_bits = (_bits(b, name) for b, name in ((q_bits, "q_bits"), (d_bits, "d_bits")))
+    require(q_bits.shape[1] == d_bits.shape[1], f"q_bits and d_bits must have as many bits per row, got "
+            f"{q_bits.shape[1]} and {d_bits.shape[1]}")
     return q_bits @ d_bits.T + (1 - q_bits) @ (1 - d_bits).T
+
+
+def _bits(value, name: str) -> torch.Tensor:
+    """A (rows, bits) table of 0s and 1s (what `binarize` returns) as float32."""
+    bits = tensor(value, name, ndim=2, what="a (rows, bits) table of 0s and 1s", nonempty=True)
+    require(bool(((bits == 0) | (bits == 1)).all()), f"{name} must hold only 0s and 1s (see binarize)")
+    return bits.to(torch.float32)
 
 
 def spherical_kmeans(vectors: torch.Tensor, k: int, *, iters: int = 10,
@@ -159,7 +170,20 @@ def ivf_search(query: torch.Tensor, d_vecs: torch.Tensor, centroids: torch.Tenso
 
     Returns (the best of those documents' rows, how many documents were scored).
     """
+    d_vecs = tensor(d_vecs, "d_vecs", ndim=2, what="a (N, D) table of document vectors", nonempty=True, finite=True)
+    query = tensor(query, "query", ndim=1, what=f"one vector of {d_vecs.shape[1]} numbers", finite=True)
+    centroids = tensor(centroids, "centroids", ndim=2, what="a (k, D) table of centroids", nonempty=True, finite=True)
+    require(query.shape[0] == d_vecs.shape[1] == centroids.shape[1], "query, d_vecs and centroids must have one "
+            f"length of vector, got {query.shape[0]}, {d_vecs.shape[1]} and {centroids.shape[1]}")
+    assign = torch.as_tensor(indices(assign.tolist() if isinstance(assign, torch.Tensor) else assign, "assign",
+                                     len(centroids), f"one cluster (0..{len(centroids) - 1}) per document",
+                                     distinct=False))
+    require(len(assign) == len(d_vecs), f"assign must name one cluster per row of d_vecs ({len(d_vecs)}), "
+            f"got {len(assign)}")
+    query, d_vecs, centroids = (x.to(torch.float64) for x in (query, d_vecs, centroids))
     nearest = (centroids @ query).topk(integer(probes, "probes", 1, len(centroids))).indices
     rows = torch.nonzero(torch.isin(assign, nearest)).flatten()
+    require(len(rows) > 0, f"the {len(nearest)} clusters nearest to query hold no documents (see assign): "
+            "raise probes")
     best = rows[(d_vecs[rows] @ query).argmax()]
     return int(best), len(rows)

@@ -50,7 +50,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from labs.lessons.infonce import info_nce
-from labs.checks import arguments, finite_table, integer, items, require, scaled_scores, temperature, texts
+from labs.checks import (MOST, arguments, finite_table, integer, items, random_seed, require, scaled_scores,
+                         temperature, texts)
 
 if TYPE_CHECKING:  # sentence-transformers is slow to import; loaded when needed
     from sentence_transformers import SentenceTransformer
@@ -171,7 +172,7 @@ def mine_by_scores(scores: np.ndarray, pairs: Sequence[tuple[str, str]], card_id
     scores = finite_table(scores, "scores")
     if scores.shape != (len(questions), len(card_ids)):
         raise ValueError(f"scores must be (questions, cards) = ({len(questions)}, {len(card_ids)}), got {scores.shape}")
-    num_negatives = integer(num_negatives, "num_negatives", 1)
+    num_negatives = integer(num_negatives, "num_negatives", 1, MOST)
     mined = {}
     for q, row in zip(questions, scores):
         order = np.argsort(-row, kind="stable")
@@ -247,9 +248,9 @@ def mine_with_model(model: SentenceTransformer, pairs: Sequence[tuple[str, str]]
     require(callable(getattr(model, "encode", None)),
             lambda: f"model must be a SentenceTransformer (something with .encode), got {type(model).__name__}")
     pairs = _card_pairs(pairs, cards)
-    num_negatives = integer(num_negatives, "num_negatives", 1)
+    num_negatives = integer(num_negatives, "num_negatives", 1, MOST)
     if seed is not None:
-        seed = integer(seed, "seed", 0)
+        seed = random_seed(seed, "seed")
     rows = pairs + [(q, c) for q, extra in _known(known_positives).items() for c in extra if (q, c) not in pairs]
     for q, c in rows:
         if c not in cards:
@@ -291,7 +292,8 @@ def dedupe_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(_pair_list(pairs)))
 
 
-@arguments(n=partial(integer, minimum=0), batch_size=partial(integer, minimum=2), seed=partial(integer, minimum=0))
+@arguments(n=partial(integer, minimum=0, maximum=MOST), batch_size=partial(integer, minimum=2, maximum=MOST),
+           seed=partial(integer, minimum=0))
 def shuffled_batches(n: int, batch_size: int, seed: int = 0) -> list[list[int]]:
     """Plain shuffled batches of rows 0..n-1 (what a default sampler does): nothing keeps answers apart."""
     order = np.random.default_rng(seed).permutation(n).tolist()
@@ -307,8 +309,8 @@ def no_duplicate_batches(pairs: Sequence[tuple[str, str]] = PAIRS, cards: Mappin
 
     cards = _cards(cards)
     pairs = _card_pairs(pairs, cards)
-    batch_size = integer(batch_size, "batch_size", 2)
-    seed = integer(seed, "seed", 0)
+    batch_size = integer(batch_size, "batch_size", 2, MOST)
+    seed = random_seed(seed, "seed")
     data = Dataset.from_dict({"anchor": [q for q, _ in pairs], "positive": [cards[c] for _, c in pairs]})
     sampler = NoDuplicatesBatchSampler(data, batch_size=batch_size, drop_last=False,
                                        generator=torch.Generator(), seed=seed)
@@ -338,7 +340,7 @@ def repeated_answer_batches(batches: Sequence[Sequence[int]], pairs: Sequence[tu
 def same_batch_chance(n: int, batch_size: int) -> float:
     """Exact chance that plain shuffling of ``n`` rows into batches of ``batch_size`` (the last one
     shorter) puts two given rows in the same batch: the same-batch pairs over all pairs of rows."""
-    n, batch_size = integer(n, "n", 2), integer(batch_size, "batch_size", 2)
+    n, batch_size = integer(n, "n", 2, MOST), integer(batch_size, "batch_size", 2, MOST)
     sizes = [batch_size] * (n // batch_size) + ([n % batch_size] if n % batch_size else [])
     return sum(s * (s - 1) / 2 for s in sizes) / (n * (n - 1) / 2)
 

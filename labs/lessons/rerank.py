@@ -53,7 +53,7 @@ import numpy as np
 import torch
 
 from labs.checks import (
-    arguments, finite_table, function, integer, items, positive, random_seed, require, still_finite, table, template,
+    MOST, arguments, finite_table, function, integer, items, positive, random_seed, require, still_finite, table, template,
     tensor, texts,
 )
 from labs.lessons.temperature import optimizer_step
@@ -228,7 +228,8 @@ def _model_folder(base_model, name: str) -> str:
     return str(base_model)
 
 
-@arguments(rows=_rows, seed=random_seed, batch_size=partial(integer, minimum=1), max_length=partial(integer, minimum=1),
+@arguments(rows=_rows, seed=random_seed, batch_size=partial(integer, minimum=1, maximum=MOST),
+           max_length=partial(integer, minimum=1, maximum=MOST),
            lr=positive, base_model=_model_folder)
 def train_cross_encoder(rows: Sequence[tuple[str, str, int]], base_model: str, seed: int = 0, lr: float = 2e-4,
                         batch_size: int = 16, max_length: int = 64) -> CrossEncoder:

@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 
 from labs.checks import (
-    arguments, choice, flag, integer, items, number, positive, random_seed, require, still_finite, temperature,
+    MOST, arguments, choice, flag, integer, items, number, positive, random_seed, require, still_finite, temperature,
     unit_rows,
 )
 from labs.lessons.infonce import info_nce_torch, positive_share
@@ -70,8 +70,9 @@ def positive_loss_gradient(pos: float, negs: Sequence[float], tau: float) -> flo
     return -(1.0 - positive_share(pos, negs, tau)) / tau
 
 
-@arguments(n=partial(integer, minimum=1), seed=partial(integer, minimum=0), latent=partial(integer, minimum=1),
-           dim=partial(integer, minimum=1), noise=_NOISE)
+@arguments(n=partial(integer, minimum=1, maximum=MOST), seed=partial(integer, minimum=0),
+           latent=partial(integer, minimum=1, maximum=MOST),
+           dim=partial(integer, minimum=1, maximum=MOST), noise=_NOISE)
 def make_toy_pairs(
     n: int, *, seed: int = 0, latent: int = 16, dim: int = 32, noise: float = 2.5
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -135,8 +136,8 @@ def optimizer_step(optimizer, lr, weights: str = "the float32 weights") -> None:
         raise ValueError(f"lr={lr!r} is too large for {weights}: the step overflows") from None
 
 
-
-@arguments(tau=temperature, seed=random_seed, steps=partial(integer, minimum=0), batch=partial(integer, minimum=2),
+@arguments(tau=temperature, seed=random_seed, steps=partial(integer, minimum=0, maximum=MOST),
+           batch=partial(integer, minimum=2, maximum=MOST),
            lr=positive, optimizer=partial(choice, allowed=OPTIMIZERS), noise=_NOISE)
 def train_at_temperature(
     tau: float,
@@ -161,7 +162,7 @@ def train_at_temperature(
     runs with `train_at_temperatures`, which trains many of these side by side in one stack;
     tests/lessons/test_temperature.py holds each of its runs equal to this one.
     """
-    heldout = integer(heldout, "heldout", batch)
+    heldout = integer(heldout, "heldout", batch, MOST)
     Xq, Xd = make_toy_pairs(steps * batch + heldout, seed=seed, noise=noise)  # (N, 32) each
     Tq, Td = Xq[steps * batch :], Xd[steps * batch :]  # (heldout, 32): never trained on
     W = torch.nn.Parameter(torch.randn(Xq.shape[1], 16, generator=torch.Generator().manual_seed(seed)) / 4)
@@ -200,7 +201,8 @@ def train_at_temperature(
 @arguments(taus=partial(items, what="a non-empty list of values", nonempty=True, each=temperature),
            optimizer=partial(choice, allowed=OPTIMIZERS), lr=positive,
            seeds=partial(items, what="a non-empty list of values", nonempty=True, each=random_seed),
-           steps=partial(integer, minimum=0), batch=partial(integer, minimum=2), noise=_NOISE, curve=flag)
+           steps=partial(integer, minimum=0, maximum=MOST), batch=partial(integer, minimum=2, maximum=MOST),
+           noise=_NOISE, curve=flag)
 def train_at_temperatures(
     taus: Sequence[float],
     seeds: Sequence[int],
@@ -226,7 +228,7 @@ def train_at_temperatures(
     is measured at the end only (most of the time of a run goes into measuring it after every
     step): ``heldout_top1`` is NaN but for its last entry, and ``rank_jitter`` is NaN.
     """
-    heldout = integer(heldout, "heldout", batch)
+    heldout = integer(heldout, "heldout", batch, MOST)
     T, n_seeds = len(taus), len(seeds)
     K = T * n_seeds  # model k = i * n_seeds + j: taus[i], seeds[j]
     pairs = [make_toy_pairs(steps * batch + heldout, seed=seed, noise=noise) for seed in seeds]

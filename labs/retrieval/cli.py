@@ -90,7 +90,8 @@ def _exit_now(signum: int) -> None:
         sys.stdout.flush()
     line = f"interrupted by {signal.Signals(signum).name}{_left_as_it_was(_STATE['args'])}\n"
     with contextlib.suppress(OSError):
-        os.write(2, line.encode("utf-8", "backslashreplace"))
+        if _speaks(128 + signum):
+            os.write(2, line.encode("utf-8", "backslashreplace"))
     os._exit(128 + signum)
 
 
@@ -153,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
                 "untouched model, epoch 0, included), index the corpus and write a run folder, all at once "
                 "or not at all. Test queries are not read. Runs unchanged under torchrun (DDP).")
     add_fields(s, TrainConfig)
+    s.add_argument("--processes", type=int, default=1, metavar="N", help="train in N processes on this machine "
+                   "(DDP, gloo on CPU), started here by torch's launcher as torchrun --nproc_per_node N would, with "
+                   "one-line errors and nothing left in the temporary folder")
 
     s = command("search", "query a run's index", "Check the run's SHA-256 contract, encode the query with the "
                 "saved instruction, print the top documents and their cosine (or BM25, or both fused). With "
@@ -392,6 +396,10 @@ def cmd_train(args) -> int:
     from labs.retrieval.config import TrainConfig
 
     config = fields_of(args, TrainConfig)  # every flag checked before torch is imported
+    if validate.integer("--processes", args.processes, 1) > 1:
+        if os.environ.get("TORCHELASTIC_RUN_ID"):
+            raise ValueError("--processes starts its own processes; under torchrun leave it out")
+        return _launch(args, TrainConfig)
     with files.output_lock(config.out, "--out", share=True), _compile_caches_inside():  # a second writer is refused at once
         from labs.retrieval.training import train
 
@@ -411,6 +419,58 @@ def cmd_train(args) -> int:
         print(truncation_line("documents", report["truncation"]))
     print(f"selected epoch {report['selected_epoch']}; run folder {_shown(args.out)}")
     return 0
+
+
+def _launch(args, config) -> int:
+    """``train --processes N``: torch's launcher (what ``torchrun --standalone --nproc_per_node N -m
+    labs train ...`` runs), started from here so that the launch ends as one command does: a refusal
+    is the one line of the first process (not once per process and then the launcher's traceback),
+    the exit status is the processes' (2, 1, 128 + a signal's number), and the launcher's log folder
+    (``torchelastic_*``) lives in this command's scratch folder, removed at the end."""
+    import logging
+
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args, run
+
+    argv = [*(["--debug"] if _debug(args) else [])]
+    for f in dataclasses.fields(config):
+        value = getattr(args, f.name, None)
+        if f.metadata.get("flag", True) and value not in (None, False):
+            argv += [flag(f.name)] if value is True else [flag(f.name), str(value)]
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # torchrun's default for its processes; set, it prints no banner
+    logging.getLogger("torch.distributed").setLevel(logging.CRITICAL)  # the processes' own lines say what failed
+    with files.temporary_folder("labs-launch-") as scratch:
+        launch = parse_args(["--standalone", "--nproc-per-node", str(args.processes), "--log-dir", str(scratch),
+                             "--module", "labs", "train", *argv])
+        os.environ[_LAUNCHED] = "1"  # its processes leave the line of a stop signal to this one
+        try:
+            run(launch)
+        except ChildFailedError as err:
+            code = err.get_first_failure()[1].exitcode
+            return code if code > 0 else 128 - code  # -15: ended by SIGTERM
+        except SignalException as err:
+            raise Interrupted(err.sigval) from None
+        finally:
+            os.environ.pop(_LAUNCHED, None)
+    return 0
+
+
+#: Set for the processes that ``train --processes N`` starts.
+_LAUNCHED = "LABS_LAUNCHED"
+
+
+def _speaks(code: int) -> bool:
+    """Whether this process says its one line of ending with ``code``. Alone, always. In a launch of
+    several processes (torchrun): a refusal (2) or a stop signal (128 + n) only from the machine's
+    first process (all of them read the same flags and files: one line, not one per process), a
+    stop signal not at all when ``train --processes`` launched them (the launching command says it);
+    a failed run (1) from every process (each may fail its own way)."""
+    if not os.environ.get("TORCHELASTIC_RUN_ID"):
+        return True
+    if code >= 128 and os.environ.get(_LAUNCHED):
+        return False
+    return code == 1 or os.environ.get("LOCAL_RANK", "0") in ("", "0")
 
 
 #: Where torch keeps its compile caches unless told: folders in the system's temporary folder,
@@ -559,19 +619,22 @@ def main(argv: list[str] | None = None) -> int:
         code = 128 + (err.signum if isinstance(err, Interrupted) else signal.SIGINT)
         files.remove_leftovers(keep=before)
         _STATE["reported"] = True
-        _say(f"interrupted by {name}{_left_as_it_was(args)}")
+        if _speaks(code):
+            _say(f"interrupted by {name}{_left_as_it_was(args)}")
     except BrokenPipeError as err:  # the reader of our output went away (``| head -1``): stop quietly
         failure, code = err, 128 + getattr(signal, "SIGPIPE", 13)
         with contextlib.suppress(OSError, AttributeError, ValueError):  # later flushes go nowhere, quietly
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except BAD_INPUT as err:
         failure, code = err, 2
-        _say(f"error: {_one_line(err)}")
+        if _speaks(code):
+            _say(f"error: {_one_line(err)}")
     except OSError as err:
         failure = err
         if err.errno in _BAD_PATH:  # a path that cannot be used: bad input
             code = 2
-            _say(f"error: {_one_line(err)}")
+            if _speaks(code):
+                _say(f"error: {_one_line(err)}")
         else:  # a failed read or write (a full disk, a file size limit): named, nothing left half
             code = 1
             _say(f"error: {_one_line(err)}; nothing was left half-written, run it again when this is fixed")

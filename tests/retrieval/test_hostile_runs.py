@@ -289,3 +289,56 @@ def test_the_qwen_hub_id_offline_and_not_cached_is_one_line(tmp_path, data_dir):
     (line,) = messages(lines)
     assert code == 2 and line.startswith("error: --model Qwen/Qwen3-Embedding-0.6B: its files are not in the")
     assert not (tmp_path / "run").exists()
+
+
+# ---- train --processes N: a launch of several processes that ends as one command does -----------------
+
+
+@pytest.mark.e2e
+def test_a_refused_launch_of_several_processes_is_one_line(tmp_path, data_dir, tiny_qwen):
+    """Under plain torchrun a refused train printed its line once per process, then the launcher's
+    ChildFailedError traceback (about 40 lines, exit 1) and left torchelastic_* in the temporary
+    folder; train --processes 2 says the line once and exits 2, leaving nothing."""
+    out, tmp = tmp_path / "run", tmp_path / "tmp"
+    holder = _holder(out, tmp_path / "holder-tmp")
+    try:
+        child = start([*train_args(data_dir, out, tiny_qwen), "--processes", "2"], tmp)
+        code, _, lines = finish(child, [])
+    finally:
+        holder.communicate("")
+    assert code == 2 and len(lines) == 1 and "is being written by another process now" in lines[0], lines
+    assert left_in(tmp) == [] and not out.exists()
+
+
+@pytest.mark.e2e
+def test_a_launch_of_several_processes_trains_and_leaves_nothing_behind(tmp_path, data_dir, tiny_qwen):
+    out, tmp = tmp_path / "run", tmp_path / "tmp"
+    child = start([*train_args(data_dir, out, tiny_qwen), "--processes", "2"], tmp)
+    code, stdout, lines = finish(child, [])
+    assert code == 0 and stdout.count("selected epoch") == 1 and "2 process(es)" in stdout, lines[-20:]
+    assert json.loads((out / "metrics.json").read_text())["processes"] == 2
+    verify_contract(out)
+    assert left_in(tmp) == []  # the launcher's log folder, the trainer's and the compile caches' scratch
+
+
+@pytest.mark.parametrize("local_rank, said", [("0", True), ("1", False)])
+def test_under_torchrun_a_refusal_is_said_by_the_first_process_of_the_machine(capsys, tmp_path, monkeypatch,
+                                                                             local_rank, said):
+    """Every process of a launch reads the same flags and files: one line, not one per process."""
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "launch-a")
+    monkeypatch.setenv("LOCAL_RANK", local_rank)
+    code, _, err = cli(capsys, "train", "--data", str(tmp_path / "none"), "--out", str(tmp_path / "run"),
+                       "--epochs", "-1")
+    assert code == 2 and (one_line(err).startswith("error: --epochs") if said else err == "")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--processes", "0"], "error: --processes must be an integer >= 1, got 0"),
+    (["--processes", "2"], "error: --processes starts its own processes; under torchrun leave it out"),
+])
+def test_processes_is_checked_before_anything_starts(capsys, tmp_path, data_dir, tiny_qwen, monkeypatch, argv,
+                                                     message):
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "launch-a")
+    monkeypatch.setattr(labs.retrieval.training, "train", lambda *_: pytest.fail("train started"))
+    code, _, err = cli(capsys, *train_args(data_dir, tmp_path / "run", tiny_qwen), *argv)
+    assert code == 2 and one_line(err).startswith(message)
