@@ -48,7 +48,7 @@ def _argv(command: str, tmp_path: Path, data_dir: Path, run: Path, tiny_qwen: Pa
         return ["search", run, "--queries", asked, "--out", out, "--k", "3"], out
     if command == "evaluate":
         return ["evaluate", run, "--data", data_dir], run / "val_metrics.json"
-    out = tmp_path / "run"
+    out = tmp_path / "trained"  # (tmp_path / "run" is the sealed run's copy)
     return train_args(data_dir, out, tiny_qwen), out
 
 
@@ -83,7 +83,7 @@ def test_a_signal_at_a_random_moment_leaves_the_output_whole_or_absent(tmp_path,
     delay = rng.uniform(0.0, LONGEST[command])
     argv, out = _argv(command, tmp_path, data_dir, run, tiny_qwen)
     tmp = tmp_path / "tmp"
-    before = set(os.listdir(out.parent)) | {"tmp", "tmp2"}
+    before = set(os.listdir(out.parent)) | {"tmp", "tmp2", "val_rankings.json"}  # evaluate writes two files
     child = start(argv, tmp)
     time.sleep(delay)
     child.send_signal(signum)
