@@ -3,9 +3,9 @@
 ``benchmarks/lookalike_experiment.py`` trains, on the real all-MiniLM-L6-v2, a query-side adapter
 (`labs.lessons.adapter`) and the whole model (lesson 7's recipe), each with in-batch negatives
 only (``inbatch``) and with each pair's look-alike as an extra negative (``lookalike``), over
-several seeds, and tests them on held-out topics of `labs.lessons.lookalikes`. It writes
-``benchmarks/results/lookalike_experiment.json``; the package ships that file beside the
-docs experiment's (as ``labs.classroom.experiment``). `load_lookalike` reads and checks it;
+several seeds, and tests them on held-out topics of `labs.lessons.lookalikes`. Its results live in
+the package, ``labs/classroom/experiment/lookalike_experiment.json``, beside the docs experiment's
+(the benchmark is run with ``--out`` there). `load_lookalike` reads and checks it;
 `lookalike_table` and `lookalike_glue` return exactly the numbers the lesson prints and glues.
 
 ==========================  =======================================================
@@ -33,18 +33,13 @@ ARMS = ("inbatch", "lookalike")
 SCHEMA = 1
 _KEYS = ("schema", "data", "untouched", "adapter", "minilm", "versions", "code", "run_time_s")
 _FILE = "lookalike_experiment.json"
-_REGENERATE = "regenerate it with: nice -n 10 python benchmarks/lookalike_experiment.py"
+_REGENERATE = ("regenerate it with: nice -n 10 python benchmarks/lookalike_experiment.py "
+               "--out labs/classroom/experiment/lookalike_experiment.json")
 
 
 def lookalike_path() -> Path:
-    """The shipped results file, or the checkout's (an editable install)."""
-    try:
-        shipped = importlib.resources.files("labs.classroom.experiment") / _FILE
-        if shipped.is_file():
-            return Path(str(shipped))
-    except ModuleNotFoundError:
-        pass
-    return Path(__file__).resolve().parents[2] / "benchmarks" / "results" / _FILE
+    """The results file shipped in the package (labs/classroom/experiment/)."""
+    return Path(str(importlib.resources.files("labs.classroom.experiment") / _FILE))
 
 
 def load_lookalike(path: str | Path | None = None) -> dict:

@@ -169,12 +169,8 @@ def spherical_kmeans(vectors: torch.Tensor, k: int, *, iters: int = 10,
     return centroids, (vectors @ centroids.T).argmax(dim=1)
 
 
-def ivf_search(query: torch.Tensor, d_vecs: torch.Tensor, centroids: torch.Tensor, assign: torch.Tensor,
-               probes: int) -> tuple[int, int]:
-    """Score only the documents in the ``probes`` clusters nearest to ``query`` (D,).
-
-    Returns (the best of those documents' rows, how many documents were scored).
-    """
+def _ivf_inputs(query, d_vecs, centroids, assign) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """ivf_search's tables checked: query (D,), d_vecs (N, D), centroids (k, D), assign (N,) clusters."""
     d_vecs = tensor(d_vecs, "d_vecs", ndim=2, what="a (N, D) table of document vectors", nonempty=True, finite=True)
     query = tensor(query, "query", ndim=1, what=f"one vector of {d_vecs.shape[1]} numbers", finite=True)
     centroids = tensor(centroids, "centroids", ndim=2, what="a (k, D) table of centroids", nonempty=True, finite=True)
@@ -185,6 +181,16 @@ def ivf_search(query: torch.Tensor, d_vecs: torch.Tensor, centroids: torch.Tenso
                                      distinct=False))
     require(len(assign) == len(d_vecs), f"assign must name one cluster per row of d_vecs ({len(d_vecs)}), "
             f"got {len(assign)}")
+    return query, d_vecs, centroids, assign
+
+
+def ivf_search(query: torch.Tensor, d_vecs: torch.Tensor, centroids: torch.Tensor, assign: torch.Tensor,
+               probes: int) -> tuple[int, int]:
+    """Score only the documents in the ``probes`` clusters nearest to ``query`` (D,).
+
+    Returns (the best of those documents' rows, how many documents were scored).
+    """
+    query, d_vecs, centroids, assign = _ivf_inputs(query, d_vecs, centroids, assign)
     query, d_vecs, centroids = (x.to(torch.float64) for x in (query, d_vecs, centroids))
     nearest = (centroids @ query).topk(integer(probes, "probes", 1, len(centroids))).indices
     rows = torch.nonzero(torch.isin(assign, nearest)).flatten()

@@ -19,7 +19,7 @@ from labs.classroom.lookalike import ARMS, PARTS, load_lookalike, lookalike_glue
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "lookalike_experiment.py"
-RESULTS = ROOT / "benchmarks" / "results" / "lookalike_experiment.json"
+RESULTS = ROOT / "labs" / "classroom" / "experiment" / "lookalike_experiment.json"
 REGENERATE = "regenerate it with the one command: nice -n 10 python benchmarks/lookalike_experiment.py"
 
 

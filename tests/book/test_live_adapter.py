@@ -4,7 +4,7 @@ The page is lesson 5 itself (notebooks/05_hard_negatives.html), served as test_l
 fixture (every request off 127.0.0.1 refused). What holds:
 
 - the stored look-alike vectors are the experiment's: on them labs' untouched exam and seed 0 of
-  both arms give the committed results' numbers (benchmarks/results/lookalike_experiment.json);
+  both arms give the committed results' numbers (labs/classroom/experiment/lookalike_experiment.json);
 - book/live/adapter.mjs, imported in the page, on the same vectors, identity start and batch
   order: its batch plan is labs' `batch_plan`, its gradient at step 1 is torch autograd's in
   float64 within EXACT, its W after 50 steps is `train_adapter_torch`'s within EXACT (both arms);
@@ -42,7 +42,7 @@ new PerformanceObserver(list => { for (const f of list.getEntries()) for (const 
     window.__scripts.push([s.startTime, s.duration, s.sourceURL, s.invoker]); })
     .observe({type: 'long-animation-frame', buffered: true});"""
 AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
-RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "lookalike_experiment.json"
+RESULTS = Path(__file__).resolve().parents[2] / "labs" / "classroom" / "experiment" / "lookalike_experiment.json"
 
 # In the page: adapter.mjs and the stored set, a plan, then the gradient of step 1 or a whole run.
 RUN = """async ([root, arm, steps, seed, tau, gradOnly]) => {

@@ -19,8 +19,8 @@ import labs.checks
 LESSONS = Path(__file__).resolve().parents[2] / "labs" / "lessons"
 MODULES = sorted(p for p in LESSONS.glob("*.py") if p.name != "__init__.py")
 
-#: Words of labs.checks that compute rather than check (normalising, stepping an optimizer).
-COMPUTING = {"unit_rows", "optimizer_step"}
+#: Words of labs.checks that compute rather than check (normalising, stepping an optimizer, S / tau).
+COMPUTING = {"unit_rows", "optimizer_step", "scaled_scores"}
 #: Builtins a check statement may call while it checks (to collect or count what it checks).
 COLLECTING = {"set", "list", "tuple", "sorted", "len", "isinstance", "range", "enumerate", "zip", "int", "float",
               "bool", "str", "next", "all", "any"}

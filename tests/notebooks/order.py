@@ -18,7 +18,8 @@ How "uses" is known: a lesson uses an entry where its prose (markdown cells) has
 
 Left out of the prose before matching: code blocks, URLs, glue and reference targets, the text of
 a link that only names the page it points to ("[Mining and false negatives](06_mining.ipynb)":
-every word of it in that page's title), the "## Next" section (a preview of what comes), and
+every word of it in that page's title; likewise a section reference whose text is words of a page's
+title, ``{ref}`Mining <sec-mining>```), the "## Next" section (a preview of what comes), and
 everyday senses listed in ``EVERYDAY`` ("a negative slope" is not a negative text).
 
 The rules (``violations``):
@@ -206,12 +207,19 @@ def strip_next(cell: str) -> str:
     return cell[:match.start()] + rest[stop:]
 
 
+def _names_a_page(shown: str, titles: dict[str, str]) -> bool:
+    """A section reference's text that only names a page: every word of it in one page's title."""
+    words = set(re.findall(r"[\w-]+", shown.lower()))
+    return bool(words) and any(words <= set(re.findall(r"[\w-]+", title.lower())) for title in titles.values())
+
+
 def clean(cell: str, page: str, titles: dict[str, str]) -> str:
     """The prose a reader reads as prose, with {term} roles kept for the caller."""
     text = strip_next(cell)
     text = FENCE.sub("\n", text)
     text = re.sub(r"\{(?:glue|glue:\w+|numref|eq|download)\}`[^`]*`", " ", text)
-    text = re.sub(r"\{ref\}`([^`<]*?)\s*<[^`>]*>`", r"\1", text)
+    text = re.sub(r"\{ref\}`([^`<]*?)\s*<[^`>]*>`", lambda m: " " if _names_a_page(m.group(1), titles) else m.group(1),
+                  text)
     text = re.sub(r"\{ref\}`[^`]*`", " ", text)
 
     def page_name(display: str, target: str) -> bool:

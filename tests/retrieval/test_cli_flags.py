@@ -77,7 +77,8 @@ def test_the_train_flags_are_trainconfigs_fields():
     from labs.retrieval.config import TrainConfig, flag_of
 
     train = build_parser()._subparsers._group_actions[0].choices["train"]
-    actions = {a.dest: a for a in train._actions if a.dest not in ("help", "debug")}
+    # --processes starts torch's launcher around the run; the run itself is TrainConfig's
+    actions = {a.dest: a for a in train._actions if a.dest not in ("help", "debug", "processes")}
     fields = {f.name: f for f in dataclasses.fields(TrainConfig) if f.metadata.get("flag", True)}
     assert set(actions) == set(fields)
     for name, f in fields.items():
