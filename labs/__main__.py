@@ -8,8 +8,12 @@ _NAMES = {getattr(_signal, name): name for name in ("SIGINT", "SIGTERM", "SIGHUP
 
 
 def _stopped_while_starting(signum, frame):
-    """A stop signal before the command line is even imported: nothing exists yet to clean up."""
-    os.write(2, f"interrupted by {_NAMES[signum]}; nothing was changed\n".encode())
+    """A stop signal before the command line is even imported: nothing exists yet to clean up. One of
+    several launched processes says nothing unless it is the machine's first of a plain torchrun (the
+    rule of `labs.retrieval.cli._speaks`: ``train --processes`` says the line itself)."""
+    launched = os.environ.get("TORCHELASTIC_RUN_ID")
+    if not launched or (not os.environ.get("LABS_LAUNCHED") and os.environ.get("LOCAL_RANK", "0") in ("", "0")):
+        os.write(2, f"interrupted by {_NAMES[signum]}; nothing was changed\n".encode())
     os._exit(128 + signum)
 
 

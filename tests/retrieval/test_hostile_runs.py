@@ -231,6 +231,24 @@ def test_ctrl_c_while_the_entry_point_imports_is_one_line(tmp_path):
     assert left_in(tmp_path) == [str(tmp_path / "tmp")]
 
 
+@pytest.mark.parametrize("env, said", [({}, True), ({"TORCHELASTIC_RUN_ID": "r", "LOCAL_RANK": "0"}, True),
+                                       ({"TORCHELASTIC_RUN_ID": "r", "LOCAL_RANK": "1"}, False),
+                                       ({"TORCHELASTIC_RUN_ID": "r", "LOCAL_RANK": "0", "LABS_LAUNCHED": "1"}, False)],
+                         ids=["alone", "torchrun-first", "torchrun-second", "launched"])
+def test_a_stop_while_starting_is_said_by_the_process_the_command_line_would_let_speak(env, said):
+    """A launched process stopped by its launcher while it still imports said "interrupted by SIGTERM"
+    beside the first process's refusal (a second line; seen under load): the start-up handler follows
+    the command line's rule (labs.retrieval.cli._speaks)."""
+    from labs.retrieval import cli as cli_module
+
+    assert cli_module._LAUNCHED == "LABS_LAUNCHED"
+    clean = {k: v for k, v in os.environ.items() if k not in ("TORCHELASTIC_RUN_ID", "LOCAL_RANK", "LABS_LAUNCHED")}
+    run = subprocess.run([sys.executable, "-c", "import labs.__main__ as m; m._stopped_while_starting(15, None)"],
+                         capture_output=True, text=True, env={**clean, **env}, cwd=ROOT, timeout=60)
+    assert run.returncode == 143
+    assert run.stderr == ("interrupted by SIGTERM; nothing was changed\n" if said else "")
+
+
 @pytest.mark.e2e
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["int", "term"])
 def test_signals_after_search_printed_its_result_change_nothing(sealed, tmp_path, signum):
