@@ -79,6 +79,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 3:
         raise SystemExit(__doc__.split("\n\n")[1].strip())
     log, junit, readme = map(Path, argv)
+    if not log.is_file():
+        raise SystemExit(f"{log}: no such file (the log of a whole make test)")
     measured = parts(log.read_text(encoding="utf-8", errors="replace"))
     if "test" not in measured:
         raise SystemExit(f"{log}: no 'time test: ...' line: is it the output of a whole make test?")
@@ -90,6 +92,8 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"{junit} is older than the make test of {log}: it is another run's; the table is left "
                          "as it was")
     order = ["test"] + [p for p in measured if p != "test"]
+    if not readme.is_file():
+        raise SystemExit(f"{readme}: no such file (the README that holds the table)")
     rewrite(readme, table({p: measured[p] for p in order}, notebooks(junit) if junit.is_file() else {}))
     print(f"{readme}: the budget table, from {log} and {junit}")
     return 0

@@ -61,6 +61,11 @@ def test_a_log_without_the_whole_run_is_refused(tmp_path):
         budget.main([str(tmp_path / "make.log"), str(tmp_path / "none.xml"), str(tmp_path / "README.md")])
 
 
+def test_a_missing_file_is_one_line_naming_it(tmp_path):
+    with pytest.raises(SystemExit, match="none.log: no such file"):
+        budget.main([str(tmp_path / "none.log"), str(tmp_path / "none.xml"), str(tmp_path / "README.md")])
+
+
 def test_a_dry_run_or_another_runs_report_is_refused_and_the_table_left_as_it_was(tmp_path):
     """make -n budget runs the recursive makes as dry runs: the log has the outer time lines only."""
     readme = tmp_path / "README.md"
