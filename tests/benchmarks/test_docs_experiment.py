@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from labs.classroom.results import SYSTEMS, load_ranks, load_results, results_summary
+from tests.benchmarks.provenance import assert_made_here
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "docs_experiment.py"
@@ -194,17 +195,7 @@ def test_committed_results_match_code_pins_and_audit():
     """The committed results were made by the current code, the pinned versions and the committed audit."""
     results = load_results(RESULTS)
     assert not results["quick"]
-    for name, recorded in results["code"]["sha256"].items():
-        now = hashlib.sha256((ROOT / name).read_bytes()).hexdigest()
-        assert now == recorded, f"{name} changed since {RESULTS.name} was made: {REGENERATE}"
-    pins = dict(line.split("==", 1) for line in (ROOT / "constraints.txt").read_text().splitlines()
-                if "==" in line and not line.startswith("#"))
-    pins = {k.lower().replace("_", "-"): v.strip() for k, v in pins.items()}
-    for package, version in results["versions"].items():
-        if package != "python":
-            assert pins.get(package) == version.split("+")[0], (
-                f"{RESULTS.name} was made with {package} {version}, constraints.txt pins {pins.get(package)}: "
-                f"{REGENERATE}")
+    assert_made_here(results, RESULTS.name, REGENERATE)
     audit = results["mining"]["audit"]
     assert audit["sha256"] == hashlib.sha256(AUDIT.read_bytes()).hexdigest(), (
         f"{AUDIT.name} changed since {RESULTS.name} was made: {REGENERATE}")

@@ -8,7 +8,6 @@ and the pinned versions, and the lesson's loader must read it.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 from pathlib import Path
 
@@ -16,11 +15,13 @@ import numpy as np
 import pytest
 
 from labs.classroom.lookalike import ARMS, PARTS, load_lookalike, lookalike_glue, lookalike_table
+from tests.benchmarks.provenance import assert_made_here
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "lookalike_experiment.py"
 RESULTS = ROOT / "labs" / "classroom" / "experiment" / "lookalike_experiment.json"
-REGENERATE = "regenerate it with the one command: nice -n 10 python benchmarks/lookalike_experiment.py"
+REGENERATE = ("regenerate it with the one command: nice -n 10 python benchmarks/lookalike_experiment.py "
+              "--out labs/classroom/experiment/lookalike_experiment.json")
 
 
 @pytest.fixture(scope="module")
@@ -63,17 +64,7 @@ def test_quick_mode_runs_every_part(script, tmp_path, capsys):
 def test_committed_results_match_code_and_pins():
     results = load_lookalike(RESULTS)
     assert not results["quick"]
-    for name, recorded in results["code"]["sha256"].items():
-        now = hashlib.sha256((ROOT / name).read_bytes()).hexdigest()
-        assert now == recorded, f"{name} changed since {RESULTS.name} was made: {REGENERATE}"
-    pins = dict(line.split("==", 1) for line in (ROOT / "constraints.txt").read_text().splitlines()
-                if "==" in line and not line.startswith("#"))
-    pins = {k.lower().replace("_", "-"): v.strip() for k, v in pins.items()}
-    for package, version in results["versions"].items():
-        if package != "python":
-            assert pins.get(package) == version.split("+")[0], (
-                f"{RESULTS.name} was made with {package} {version}, constraints.txt pins {pins.get(package)}: "
-                f"{REGENERATE}")
+    assert_made_here(results, RESULTS.name, REGENERATE)
     assert len(results["adapter"]["settings"]["seeds"]) >= 5 and len(results["minilm"]["settings"]["seeds"]) >= 3
     assert results["untouched"]["look_alike_wins"] > 0.4           # the set fails the untouched model
     glued = lookalike_glue(results)

@@ -14,6 +14,7 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from labs.lessons import gradients, infonce, matryoshka
+from tests.lessons.nans import has_nan
 
 
 def _vectors(n: int = 6, d: int = 8, seed: int = 0) -> torch.Tensor:
@@ -68,18 +69,6 @@ wrapped = st.one_of(
     st.just(torch.tensor(0.05, requires_grad=True)), st.just(torch.zeros(0)))
 
 
-def _has_nan(result) -> bool:
-    if isinstance(result, dict):
-        return any(_has_nan(v) for v in result.values())
-    if isinstance(result, (tuple, list)):
-        return any(_has_nan(v) for v in result)
-    if isinstance(result, torch.Tensor):
-        return bool(torch.isnan(result.detach()).any())
-    if isinstance(result, (np.ndarray, float, np.floating)):
-        return bool(np.isnan(np.asarray(result, dtype=float)).any())
-    return False
-
-
 def _call(name: str, argument: str, value):
     fn, base, _ = CASES[name]
     kwargs = base()
@@ -101,7 +90,7 @@ def test_a_public_argument_gets_a_result_or_one_line_naming_it(name, argument, v
         assert "\n" not in str(err) and str(err), err
         assert type(err) is ValueError  # the vocabulary's error, not numpy's or torch's subclass
         return
-    assert not _has_nan(result), (name, argument, value, result)
+    assert not has_nan(result), (name, argument, value, result)
 
 
 @pytest.mark.parametrize("name, argument, value", [

@@ -33,6 +33,7 @@ import labs.lessons
 from labs.lessons import (accumulation, adapter, clip, clip_batches, clip_digits, duplicates, gradients,
                           hard_negatives, help_articles, infonce, lookalikes, margin_toy, matryoshka, mining,
                           pooling, rerank, shares, temperature)
+from tests.lessons.nans import has_nan
 
 # ---- valid inputs --------------------------------------------------------------------------------
 
@@ -386,19 +387,6 @@ def _odd_values(kind: str) -> tuple[list, list]:
     }[kind]
 
 
-def _has_nan(result) -> bool:
-    if isinstance(result, dict):
-        return any(_has_nan(v) for v in result.values())
-    if isinstance(result, (tuple, list)):
-        return any(_has_nan(v) for v in result)
-    if isinstance(result, torch.Tensor):
-        return bool(torch.is_floating_point(result) and torch.isnan(result.detach()).any())
-    if isinstance(result, (np.ndarray, float, np.floating)):
-        array = np.asarray(result)
-        return array.dtype.kind in "fc" and bool(np.isnan(array).any())
-    return False
-
-
 def _calls() -> list[tuple[str, str]]:
     out = []
     for name, (fn, base, left) in CASES.items():
@@ -469,6 +457,6 @@ def test_an_odd_argument_gets_a_result_or_one_line_naming_it(name, argument):
                 continue
             if must_refuse:
                 problems.append(f"{_shown(value)}: accepted (returned {_shown(result)})")
-            elif _has_nan(result):
+            elif has_nan(result):
                 problems.append(f"{_shown(value)}: a result with NaN")
     assert problems == [], "\n".join(problems)

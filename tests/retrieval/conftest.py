@@ -11,6 +11,7 @@ list what a command left behind (`left_in`).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -45,6 +46,25 @@ def sealed(tmp_path_factory, tiny_qwen, data_dir) -> Path:
                  "metrics.json": write_json(run / "metrics.json", {"data_sha256": data.sha256})}
     seal_run(run, index.contract, data.sha256, run_files)
     return run
+
+
+@pytest.fixture()
+def data(tmp_path) -> Path:
+    """A fresh help-desk data folder (the three JSONL files) to edit."""
+    from labs.retrieval.data import write_dataset
+    from labs.retrieval.helpdesk import make_helpdesk
+
+    return write_dataset(make_helpdesk(), tmp_path / "data")
+
+
+def rows_of(folder: Path, name: str) -> list[dict]:
+    """The rows of one JSONL file of a data folder."""
+    return [json.loads(line) for line in (folder / name).read_text(encoding="utf-8").splitlines()]
+
+
+def write_rows(folder: Path, name: str, rows: list[dict]) -> None:
+    """Rewrite one JSONL file of a data folder (UTF-8, characters as they are)."""
+    (folder / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
 @pytest.fixture()

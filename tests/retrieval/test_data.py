@@ -11,6 +11,7 @@ from labs.retrieval.data import (
     DataError, FILES, load_dataset, read_jsonl, write_dataset,
 )
 from labs.retrieval.helpdesk import KINDS, make_helpdesk, PRODUCTS, TEST_QUESTIONS
+from tests.retrieval.conftest import rows_of, write_rows
 
 
 @pytest.fixture()
@@ -244,19 +245,6 @@ def test_files_constant():
 # ---- bad bytes, repeated or leaking texts, instructions: one line naming file and line --------------
 
 
-@pytest.fixture()
-def data(tmp_path) -> Path:
-    return write_dataset(make_helpdesk(), tmp_path / "data")
-
-
-def _rows(folder: Path, name: str) -> list[dict]:
-    return [json.loads(line) for line in (folder / name).read_text().splitlines()]
-
-
-def _write(folder: Path, name: str, rows: list[dict]) -> None:
-    (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
 def data_refused(folder: Path, message: str) -> None:
     with pytest.raises(DataError, match=message) as info:
         load_dataset(folder)
@@ -287,44 +275,44 @@ def test_latin1_text_is_refused_and_a_byte_order_mark_is_accepted(data):
     ("queries.jsonl", "text", 179)], ids=["pair", "val-query", "train-query", "test-query"])
 @pytest.mark.parametrize("prefix", ["Instruct: find the article\nQuery:", "  Instruct:x ", "instruct: "])
 def test_a_query_that_already_carries_the_instruction_is_refused_at_load(data, name, field, index, prefix):
-    rows = _rows(data, name)
+    rows = rows_of(data, name)
     rows[index][field] = prefix + rows[index][field]
-    _write(data, name, rows)
+    write_rows(data, name, rows)
     data_refused(data, f"{name} line {index + 1}: field '{field}' already starts with 'Instruct:'")
 
 
 def test_the_same_query_text_in_two_splits_names_both_places(data):
-    queries = _rows(data, "queries.jsonl")
+    queries = rows_of(data, "queries.jsonl")
     val = next(i for i, q in enumerate(queries) if q["split"] == "val")
     test = next(i for i, q in enumerate(queries) if q["split"] == "test")
     queries[test]["text"] = "  " + queries[val]["text"].upper()  # case and spacing do not hide it
-    _write(data, "queries.jsonl", queries)
+    write_rows(data, "queries.jsonl", queries)
     data_refused(data, f"queries.jsonl line {test + 1}: the same text is in split 'test' here and in split "
                        f"'val' at queries.jsonl line {val + 1}")
 
 
 def test_a_training_pair_query_that_is_also_a_held_out_query_is_refused(data):
-    queries, pairs = _rows(data, "queries.jsonl"), _rows(data, "train_pairs.jsonl")
+    queries, pairs = rows_of(data, "queries.jsonl"), rows_of(data, "train_pairs.jsonl")
     val = next(i for i, q in enumerate(queries) if q["split"] == "val")
     pairs[7]["query"] = queries[val]["text"]
-    _write(data, "train_pairs.jsonl", pairs)
+    write_rows(data, "train_pairs.jsonl", pairs)
     data_refused(data, f"train_pairs.jsonl line 8: the same text is in split 'train' here and in split 'val' at "
                        f"queries.jsonl line {val + 1}")
 
 
 def test_the_same_document_text_in_two_splits_is_refused(data):
-    corpus = _rows(data, "corpus.jsonl")
+    corpus = rows_of(data, "corpus.jsonl")
     test = next(i for i, d in enumerate(corpus) if d["split"] == "test")
     corpus[test]["text"] = corpus[0]["text"]
-    _write(data, "corpus.jsonl", corpus)
+    write_rows(data, "corpus.jsonl", corpus)
     data_refused(data, f"corpus.jsonl line {test + 1}: the same text is in split 'test' here and in split 'train' "
                        "at corpus.jsonl line 1")
 
 
 def test_the_same_query_text_twice_in_one_split_is_allowed(data):
-    queries = _rows(data, "queries.jsonl")
+    queries = rows_of(data, "queries.jsonl")
     queries[1]["text"] = queries[0]["text"]
-    _write(data, "queries.jsonl", queries)
+    write_rows(data, "queries.jsonl", queries)
     load_dataset(data)
 
 
@@ -334,9 +322,9 @@ def test_a_key_twice_in_one_object_and_a_repeated_relevant_id_are_refused(data, 
     (data / "corpus.jsonl").write_text("\n".join(lines) + "\n")
     data_refused(data, "corpus.jsonl line 3: field 'text' appears twice in one object")
     other = write_dataset(make_helpdesk(), tmp_path / "other")
-    queries = _rows(other, "queries.jsonl")
+    queries = rows_of(other, "queries.jsonl")
     queries[5]["relevant_doc_ids"] *= 2
-    _write(other, "queries.jsonl", queries)
+    write_rows(other, "queries.jsonl", queries)
     data_refused(other, "queries.jsonl line 6: relevant_doc_ids lists 'aster-reset' twice")
 
 
@@ -361,11 +349,11 @@ def test_a_data_path_that_is_a_file(data):
 
 
 def _array_file(folder: Path) -> None:
-    (folder / "corpus.jsonl").write_text(json.dumps(_rows(folder, "corpus.jsonl"), indent=2))
+    (folder / "corpus.jsonl").write_text(json.dumps(rows_of(folder, "corpus.jsonl"), indent=2))
 
 
 def _pretty_object(folder: Path) -> None:
-    rows = _rows(folder, "corpus.jsonl")
+    rows = rows_of(folder, "corpus.jsonl")
     (folder / "corpus.jsonl").write_text("".join(json.dumps(r, indent=2) + "\n" for r in rows))
 
 
@@ -402,21 +390,21 @@ def test_a_data_file_that_is_a_folder_says_so(data):
     ("corpus.jsonl", "split", "train\r"),
 ], ids=["newline", "tab", "escape", "bidi-override", "carriage-return"])
 def test_ids_and_labels_with_control_characters_are_refused_at_load(data, name, field, value):
-    rows = _rows(data, name)
+    rows = rows_of(data, name)
     rows[3][field] = value
-    _write(data, name, rows)
+    write_rows(data, name, rows)
     data_refused(data, f"{name} line 4: field '{field}' holds .* with the unprintable character")
 
 
 def test_a_relevant_doc_id_with_a_newline_is_refused(data):
-    rows = _rows(data, "queries.jsonl")
+    rows = rows_of(data, "queries.jsonl")
     rows[0]["relevant_doc_ids"] = ["aster\nreset"]
-    _write(data, "queries.jsonl", rows)
+    write_rows(data, "queries.jsonl", rows)
     data_refused(data, "queries.jsonl line 1: field 'relevant_doc_ids' holds 'aster\\\\nreset'")
 
 
 def test_texts_may_hold_newlines_and_tabs(data):
-    rows = _rows(data, "corpus.jsonl")
+    rows = rows_of(data, "corpus.jsonl")
     rows[40]["text"] = "First line.\n\tSecond line."
-    _write(data, "corpus.jsonl", rows)
+    write_rows(data, "corpus.jsonl", rows)
     assert load_dataset(data).corpus[40]["text"] == "First line.\n\tSecond line."

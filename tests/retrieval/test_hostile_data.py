@@ -6,7 +6,6 @@ Unicode into every id and text field."""
 
 from __future__ import annotations
 
-import json
 import time
 import unicodedata
 from pathlib import Path
@@ -16,20 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from labs.retrieval.data import DataError, load_dataset, write_dataset
 from labs.retrieval.helpdesk import make_helpdesk
-from tests.retrieval.conftest import cli, one_line
-
-
-@pytest.fixture()
-def data(tmp_path) -> Path:
-    return write_dataset(make_helpdesk(), tmp_path / "data")
-
-
-def _rows(folder: Path, name: str) -> list[dict]:
-    return [json.loads(line) for line in (folder / name).read_text().splitlines()]
-
-
-def _write(folder: Path, name: str, rows: list[dict]) -> None:
-    (folder / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+from tests.retrieval.conftest import cli, one_line, rows_of, write_rows
 
 
 def same_id(value: str) -> str:
@@ -49,42 +35,42 @@ def refused(folder: Path, message: str) -> str:
 @pytest.mark.parametrize("first, second", [("caf\u00e9", "cafe\u0301"), ("doc-7", "doc-7 "), ("doc-7", " doc-7")],
                          ids=["nfc-nfd", "trailing-space", "leading-space"])
 def test_two_doc_ids_equal_after_normalisation_are_one_id_refused(data, first, second):
-    corpus = _rows(data, "corpus.jsonl")
+    corpus = rows_of(data, "corpus.jsonl")
     corpus[3]["doc_id"], corpus[4]["doc_id"] = first, second
-    _write(data, "corpus.jsonl", corpus)
+    write_rows(data, "corpus.jsonl", corpus)
     line = refused(data, f"corpus.jsonl line 5: duplicate doc_id {second!r} \\(first on line 4")
     assert "Unicode normalisation (NFC) and trimming spaces" in line
 
 
 def test_two_query_ids_equal_after_normalisation_are_refused(data):
-    queries = _rows(data, "queries.jsonl")
+    queries = rows_of(data, "queries.jsonl")
     queries[1]["query_id"] = unicodedata.normalize("NFD", "q-\u00e9")
     queries[0]["query_id"] = "q-\u00e9"
-    _write(data, "queries.jsonl", queries)
+    write_rows(data, "queries.jsonl", queries)
     refused(data, "queries.jsonl line 2: duplicate query_id")
 
 
 def test_a_relevant_id_written_otherwise_than_in_the_corpus_names_both(data):
-    corpus, queries = _rows(data, "corpus.jsonl"), _rows(data, "queries.jsonl")
+    corpus, queries = rows_of(data, "corpus.jsonl"), rows_of(data, "queries.jsonl")
     target = next(d for d in corpus if d["doc_id"] == queries[40]["relevant_doc_ids"][0])
     queries[40]["relevant_doc_ids"][0] = target["doc_id"] + " "
-    _write(data, "queries.jsonl", queries)
+    write_rows(data, "queries.jsonl", queries)
     line = refused(data, "queries.jsonl line 41: relevant doc_id")
     assert f"the corpus has {target['doc_id']!r}, equal only after Unicode normalisation" in line
 
 
 def test_a_repeated_relevant_id_written_two_ways_is_refused(data):
-    queries = _rows(data, "queries.jsonl")
+    queries = rows_of(data, "queries.jsonl")
     queries[5]["relevant_doc_ids"] = [queries[5]["relevant_doc_ids"][0], queries[5]["relevant_doc_ids"][0] + " "]
-    _write(data, "queries.jsonl", queries)
+    write_rows(data, "queries.jsonl", queries)
     refused(data, "queries.jsonl line 6: relevant_doc_ids lists .* twice")
 
 
 def test_a_group_written_two_ways_across_splits_is_one_group(data):
-    corpus = _rows(data, "corpus.jsonl")
+    corpus = rows_of(data, "corpus.jsonl")
     test = next(i for i, d in enumerate(corpus) if d["split"] == "test")
     corpus[test]["group"] = corpus[0]["group"] + " "
-    _write(data, "corpus.jsonl", corpus)
+    write_rows(data, "corpus.jsonl", corpus)
     refused(data, f"corpus.jsonl line {test + 1}: group .* spans splits")
 
 
@@ -96,24 +82,24 @@ def test_a_group_written_two_ways_across_splits_is_one_group(data):
                                       lambda t: t.replace("a", "a\u00ad", 1)],
                          ids=["zero-width-space", "leading-zwsp", "nfd", "soft-hyphen"])
 def test_the_same_document_text_in_two_splits_behind_an_invisible_difference_is_refused(data, disguise):
-    corpus = _rows(data, "corpus.jsonl")
+    corpus = rows_of(data, "corpus.jsonl")
     test = next(i for i, d in enumerate(corpus) if d["split"] == "test")
     if "\u0301" in disguise("a"):  # the NFD case: the train copy is the NFC form of the same accented text
         corpus[0]["text"] = corpus[0]["text"].replace("a", "\u00e1")
-        _write(data, "train_pairs.jsonl", [dict(p, positive=corpus[0]["text"]) if p["doc_id"] == corpus[0]["doc_id"]
-                                           else p for p in _rows(data, "train_pairs.jsonl")])
+        write_rows(data, "train_pairs.jsonl", [dict(p, positive=corpus[0]["text"]) if p["doc_id"] == corpus[0]["doc_id"]
+                                           else p for p in rows_of(data, "train_pairs.jsonl")])
     corpus[test]["text"] = disguise(corpus[0]["text"])
     assert corpus[test]["text"] != corpus[0]["text"]
-    _write(data, "corpus.jsonl", corpus)
+    write_rows(data, "corpus.jsonl", corpus)
     refused(data, f"corpus.jsonl line {test + 1}: the same text is in split 'test' here and in split 'train'")
 
 
 def test_a_query_text_in_two_splits_behind_a_zero_width_space_is_refused(data):
-    queries = _rows(data, "queries.jsonl")
+    queries = rows_of(data, "queries.jsonl")
     val = next(i for i, q in enumerate(queries) if q["split"] == "val")
     test = next(i for i, q in enumerate(queries) if q["split"] == "test")
     queries[test]["text"] = queries[val]["text"].replace(" ", "\u200b ", 2)
-    _write(data, "queries.jsonl", queries)
+    write_rows(data, "queries.jsonl", queries)
     refused(data, f"queries.jsonl line {test + 1}: the same text is in split 'test'")
 
 
@@ -121,16 +107,16 @@ def test_a_query_text_in_two_splits_behind_a_zero_width_space_is_refused(data):
                                                 ("train_pairs.jsonl", "query", 3)])
 @pytest.mark.parametrize("invisible", ["\u200b", "\u200b\u200c\u200d", "\ufeff \u2060", "\u00ad"])
 def test_a_text_of_invisible_characters_only_is_refused(data, name, field, index, invisible):
-    rows = _rows(data, name)
+    rows = rows_of(data, name)
     rows[index][field] = invisible
-    _write(data, name, rows)
+    write_rows(data, name, rows)
     refused(data, f"{name} line {index + 1}: field '{field}' holds only invisible characters")
 
 
 def test_invisible_only_text_is_refused_through_the_command_line(capsys, data):
-    corpus = _rows(data, "corpus.jsonl")
+    corpus = rows_of(data, "corpus.jsonl")
     corpus[9]["text"] = "\u200b\u200b"
-    _write(data, "corpus.jsonl", corpus)
+    write_rows(data, "corpus.jsonl", corpus)
     code, _, err = cli(capsys, "baseline", "--data", str(data))
     assert code == 2 and "corpus.jsonl line 10: field 'text' holds only invisible characters" in one_line(err)
 
@@ -160,17 +146,17 @@ def test_a_row_with_150000_extra_keys_loads_in_linear_time(data):
 
 
 def test_a_query_with_40000_relevant_ids_is_checked_in_linear_time(data):
-    corpus, queries = _rows(data, "corpus.jsonl"), _rows(data, "queries.jsonl")
+    corpus, queries = rows_of(data, "corpus.jsonl"), rows_of(data, "queries.jsonl")
     val = next(i for i, q in enumerate(queries) if q["split"] == "val")
     group = next(d["group"] for d in corpus if d["doc_id"] == queries[val]["relevant_doc_ids"][0])
     extra = [{"doc_id": f"bulk-{i}", "text": f"bulk article number {i}", "group": group, "split": "val"}
              for i in range(40_000)]
-    _write(data, "corpus.jsonl", corpus + extra)
+    write_rows(data, "corpus.jsonl", corpus + extra)
     queries[val]["relevant_doc_ids"] = [d["doc_id"] for d in extra]
-    _write(data, "queries.jsonl", queries)
+    write_rows(data, "queries.jsonl", queries)
     assert len(_loads_in_time(data).qrels("val")[queries[val]["query_id"]]) == 40_000
     queries[val]["relevant_doc_ids"].append("bulk-39999")
-    _write(data, "queries.jsonl", queries)
+    write_rows(data, "queries.jsonl", queries)
     with pytest.raises(DataError, match=f"queries.jsonl line {val + 1}: relevant_doc_ids lists 'bulk-39999' twice"):
         _loads_in_time(data)
 
@@ -189,9 +175,9 @@ def test_odd_unicode_in_any_field_loads_or_is_refused_in_one_line(tmp_path_facto
     ids stay distinct after `same_id` and whose splits share no text after normalisation."""
     folder = write_dataset(make_helpdesk(), tmp_path_factory.mktemp("odd") / "data")
     name, field, index = where
-    rows = _rows(folder, name)
+    rows = rows_of(folder, name)
     rows[index][field] = value
-    _write(folder, name, rows)
+    write_rows(folder, name, rows)
     try:
         data = load_dataset(folder)
     except DataError as err:
