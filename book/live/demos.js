@@ -125,10 +125,43 @@
     return "The model could not start in this page (" + String((err && err.message) || err).slice(0, 200) + ").";
   }
 
+  /** The model's worker, started on the reader's first act, before model.mjs has arrived: it starts
+   * fetching the runtime and the models' files at once (stored.js names them, as manifest.json
+   * does); model.mjs takes it over, with what it said meanwhile. */
+  var early = null;
+  function thread(keys) {
+    if (!early) {
+      var worker;
+      try {
+        worker = new Worker(live.root + "live/worker.mjs?v=" + stored.version, { type: "module" });
+      } catch (err) {
+        return null; // model.mjs starts it, and says why it cannot
+      }
+      early = { worker: worker, messages: [] };
+      worker.onmessage = function (e) { early.messages.push(e); };
+    }
+    var files = [];
+    keys.forEach(function (key) {
+      var f = stored.models[key].files;
+      Object.keys(f).forEach(function (name) { files.push(f[name]); });
+    });
+    early.worker.postMessage({ op: "prefetch", wasm: stored.runtime, files: files });
+    return early;
+  }
+
   /** The model, its files and the search sets a demo needs, loaded once per page per demo. */
   function loader(demo, needs) {
     var ready = null;
-    return function ensure() {
+    var mod = null;
+    var timer = null;
+    /** What the reader has typed, handed to the model's thread while it loads (after a pause in the typing). */
+    ensure.warm = function () {
+      if (!mod || !needs.texts) return;
+      clearTimeout(timer);
+      timer = setTimeout(function () { mod.warm(needs.models, needs.texts()); }, 150);
+    };
+    return ensure;
+    function ensure() {
       if (ready) return ready;
       var reason = cannotRun();
       if (reason) {
@@ -136,7 +169,10 @@
       } else {
         if (!importModule) importModule = new Function("url", "return import(url)");
         demo.progress({ done: 0, total: 0 });
-        ready = importModule(live.root + "live/model.mjs?v=" + stored.version).then(function (mod) {
+        needs.early = thread(needs.models);
+        importModule(live.root + "live/maths.mjs").then(null, function () {}); // model.mjs's own import, fetched beside it
+        ready = importModule(live.root + "live/model.mjs?v=" + stored.version).then(function (m) {
+          mod = m;
           return mod.prepare(needs, function (p) { demo.progress(p); });
         }, function (err) {
           throw { reason: "The model's script did not load (live/model.mjs: " + String(err.message || err).slice(0, 160) +
@@ -217,15 +253,25 @@
 
   /** Runs ``compute(texts)`` for the latest texts only, one at a time; ``show`` gets a result only
    * while the boxes still hold the texts it was computed for. */
-  function latest(current, compute, show, failed) {
+  function latest(current, compute, show, failed, ready) {
     var busy = false;
     var wanted = null;
     function pump() {
       if (busy || wanted === null) return;
       busy = true;
-      var texts = wanted;
-      wanted = null;
-      compute(texts).then(function (result) {
+      // the model first (it loads once): the texts are taken when it is ready, the reader's latest
+      ready().then(function () {
+        var texts = wanted;
+        wanted = null;
+        if (texts === null) return null;
+        return compute(texts).then(function (result) { return { texts: texts, result: result }; });
+      }).then(function (done) {
+        if (done === null) {
+          busy = false;
+          return;
+        }
+        var texts = done.texts;
+        var result = done.result;
         // drawn in a task of its own: the page's thread never does the arithmetic and the drawing at once
         setTimeout(function () {
           busy = false;
@@ -241,6 +287,7 @@
     return {
       request: function (texts) {
         wanted = texts;
+        if (ready.warm) ready.warm();
         pump();
       },
       cancel: function () {
@@ -394,7 +441,8 @@
       state.message = "empty";
     }
 
-    var ensure = loader(f, { models: spec.keys, sets: [spec.set] });
+    // the question in the box when the model starts loading: its token rows come while the model downloads
+    var ensure = loader(f, { models: spec.keys, sets: [spec.set], texts: function () { return [input.value]; } });
 
     function compute(texts) {
       var text = texts[0];
@@ -450,7 +498,7 @@
       // a file that failed after the load (a file of the token table) is named, as a load's failure is
       if (err && !err.handled && !err.aborted) f.fallback(describe(err));
       showStored(input.value);
-    });
+    }, ensure);
 
     function ask(text) {
       if (state.status === "fallback") {
@@ -501,6 +549,12 @@
     panel.setAttribute("hidden", "hidden");
     clear(panel);
     state.why = null;
+    // the buttons in a task of their own: on a slow phone, the ranking and its buttons drawn in one
+    // task came near 200 ms
+    setTimeout(function () { if (state.rankings === rows) addWhyButtons(panel, lists, spec, ensure, question, rows, state); }, 0);
+  }
+
+  function addWhyButtons(panel, lists, spec, ensure, question, rows, state) {
     spec.keys.forEach(function (key) {
       Array.prototype.forEach.call(lists[key].children, function (li, k) {
         var row = rows[key][k];
@@ -649,8 +703,7 @@
       state.stored = true;
       state.cosines = example.cosines;
     }
-
-    var ensure = loader(f, { models: ["minilm"], sets: [] });
+    var ensure = loader(f, { models: ["minilm"], sets: [], texts: function () { return [inputs[0].value, inputs[1].value]; } });
 
     function compute(texts) {
       return ensure().then(function (ctx) { return ctx.models.minilm.grid(texts); });
@@ -685,7 +738,7 @@
       state.stored = false;
     }, function () {
       showStored();
-    });
+    }, ensure);
 
     function ask() {
       var texts = [inputs[0].value, inputs[1].value];

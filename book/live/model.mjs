@@ -59,23 +59,43 @@ function rebuildError(error) {
   return new Error(error.message);
 }
 
-function start() {
-  if (worker) return worker;
-  worker = new Worker(new URL("worker.mjs" + VERSION, BASE), { type: "module" });
-  worker.onmessage = (event) => {
-    const msg = event.data;
-    if (msg.progress) {
-      const tell = listeners.get(msg.progress.path);
-      if (tell) tell(msg.progress);
-      return;
+const unclaimed = new Map(); // file path -> [bytes, fromCache]: progress that came before a prepare() asked for the file
+
+function onMessage(event) {
+  const msg = event.data;
+  if (msg.progress) {
+    const tell = listeners.get(msg.progress.path);
+    if (tell) {
+      tell(msg.progress);
+    } else {
+      const had = unclaimed.get(msg.progress.path) || [0, false];
+      unclaimed.set(msg.progress.path, [had[0] + msg.progress.bytes, msg.progress.fromCache]);
     }
-    const w = waiting.get(msg.id);
-    if (!w) return;
-    waiting.delete(msg.id);
-    // what waits on the answer runs in a task of its own, not in the one that received it
-    if (msg.error) setTimeout(() => w.no(rebuildError(msg.error)), 0);
-    else setTimeout(() => w.ok(msg.result), 0);
-  };
+    return;
+  }
+  const w = waiting.get(msg.id);
+  if (!w) return;
+  waiting.delete(msg.id);
+  // what waits on the answer runs in a task of its own, not in the one that received it
+  if (msg.error) setTimeout(() => w.no(rebuildError(msg.error)), 0);
+  else setTimeout(() => w.ok(msg.result), 0);
+}
+
+/**
+ * The worker: the one demos.js started on the reader's first act (``early = {worker, messages}``:
+ * it fetches the model's files while this module arrives; ``messages``, what it said before this
+ * module listened) or a new one.
+ */
+function start(early) {
+  if (worker) return worker;
+  if (early) {
+    worker = early.worker;
+    worker.onmessage = onMessage;
+    early.messages.splice(0).forEach(onMessage);
+  } else {
+    worker = new Worker(new URL("worker.mjs" + VERSION, BASE), { type: "module" });
+    worker.onmessage = onMessage;
+  }
   worker.onerror = (event) => {
     // the worker's script itself failed (not a file of the model): every request in flight fails
     event.preventDefault();
@@ -134,9 +154,9 @@ function remember(map, name, pending) {
   return pending;
 }
 
-function loadModel(key, spec, wasm) {
+function loadModel(key, spec, wasm, texts) {
   if (!models.has(key)) {
-    remember(models, key, call("model", { key, spec, wasm }).then((info) => {
+    remember(models, key, call("model", { key, spec, wasm, texts }).then((info) => {
       const model = new Model(key, spec);
       model.sessionSeconds = info.sessionSeconds;
       return model;
@@ -157,22 +177,16 @@ function loadVectors(setName, key, entry, count, dim) {
 }
 
 /**
- * Load what a demo needs: ``needs = {models: ["minilm", ...], sets: ["search", ...]}`` (each set
- * under each of the models). ``onProgress({done, total, fromCache})`` follows the bytes. Resolves to
- * {models: {key: Model}, sets: {name: {ids, texts, vectors: {key: Float32Array}}}, report}.
+ * Load what a demo needs: ``needs = {models: ["minilm", ...], sets: ["search", ...], texts, early}``
+ * (each set under each of the models; ``texts()``, optional, the texts the demo will ask for first,
+ * whose token rows are fetched while the model downloads; ``early``, optional, the worker demos.js
+ * started, see start). ``onProgress({done, total, fromCache})``
+ * follows the bytes. Resolves to {models: {key: Model}, sets: {name: {ids, texts, vectors: {key:
+ * Float32Array}}}, report}.
  */
 export async function prepare(needs, onProgress) {
   const started = performance.now();
-  const m = await manifest();
-  const entries = new Map();
-  const want = (entry) => entries.set(entry.path, entry);
-  want(m.runtime.wasm);
-  for (const key of needs.models) Object.values(m.models[key].files).forEach(want);
-  for (const set of needs.sets || []) for (const key of needs.models) want(m.sets[set].vectors[key]);
-  // A file another demo on this page has loaded (or is loading) is not loaded again.
-  const mine = [...entries.values()].filter((e) => !asked.has(e.path));
-  const shared = [...entries.values()].filter((e) => asked.has(e.path)).reduce((sum, e) => sum + e.bytes, 0);
-  const total = mine.reduce((sum, e) => sum + e.bytes, 0);
+  let total = 0;
   let done = 0;
   let fetched = 0;
   let cached = 0;
@@ -182,19 +196,42 @@ export async function prepare(needs, onProgress) {
     else fetched += p.bytes;
     if (onProgress) onProgress({ done, total, fromCache: cached > 0 && fetched === 0 });
   };
-  for (const e of mine) {
-    asked.add(e.path);
-    listeners.set(e.path, progress);
-  }
+  start(needs.early); // the worker's scripts load (or have loaded) while the manifest arrives
+  const mine = [];
   loading += 1;
   try {
-    const loaded = await Promise.all(needs.models.map((key) => loadModel(key, m.models[key], m.runtime.wasm)));
+    const m = await manifest();
+    const entries = new Map();
+    const want = (entry) => entries.set(entry.path, entry);
+    want(m.runtime.wasm);
+    for (const key of needs.models) Object.values(m.models[key].files).forEach(want);
+    for (const set of needs.sets || []) for (const key of needs.models) want(m.sets[set].vectors[key]);
+    // A file another demo on this page has loaded (or is loading) is not loaded again.
+    for (const e of entries.values()) {
+      if (asked.has(e.path)) continue;
+      mine.push(e);
+      asked.add(e.path);
+      listeners.set(e.path, progress);
+    }
+    const ours = new Set(mine.map((e) => e.path));
+    const shared = [...entries.values()].filter((e) => !ours.has(e.path)).reduce((sum, e) => sum + e.bytes, 0);
+    total = mine.reduce((sum, e) => sum + e.bytes, 0);
+    for (const e of mine) {
+      const early = unclaimed.get(e.path); // what arrived before this prepare() asked
+      if (early) progress({ path: e.path, bytes: early[0], fromCache: early[1] });
+      unclaimed.delete(e.path);
+    }
+    const texts = needs.texts ? needs.texts().filter((t) => t.trim()) : [];
+    const pending = needs.models.map((key) => loadModel(key, m.models[key], m.runtime.wasm, texts));
+    const vectorsOf = (needs.sets || []).map((set) => needs.models.map(
+      (key) => loadVectors(set, key, m.sets[set].vectors[key], m.sets[set].ids.length, m.sets[set].dim)));
+    const loaded = await Promise.all(pending);
     const result = { models: {}, sets: {} };
     needs.models.forEach((key, i) => { result.models[key] = loaded[i]; });
-    for (const set of needs.sets || []) {
+    for (const [j, set] of (needs.sets || []).entries()) {
       const s = m.sets[set];
       const vectors = {};
-      const got = await Promise.all(needs.models.map((key) => loadVectors(set, key, s.vectors[key], s.ids.length, s.dim)));
+      const got = await Promise.all(vectorsOf[j]);
       needs.models.forEach((key, i) => { vectors[key] = got[i]; });
       result.sets[set] = { ids: s.ids, texts: s.texts, vectors };
     }
@@ -214,6 +251,13 @@ export async function prepare(needs, onProgress) {
     loading -= 1;
     for (const e of mine) listeners.delete(e.path);
   }
+}
+
+/** Hand the worker, while models load, the texts a demo will ask for first: their token rows come with the download (a hint; nothing waits on it). */
+export function warm(keys, texts) {
+  const wanted = texts.filter((t) => t.trim());
+  if (!worker || loading === 0 || !wanted.length) return;
+  for (const key of keys) if (models.has(key)) worker.postMessage({ op: "rows", key, texts: wanted });
 }
 
 let lookalike = null;

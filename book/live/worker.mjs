@@ -5,9 +5,16 @@
 // session, tokenizing and running the model. The page's thread only draws.
 //
 // Messages in: {id, op, ...} with op
-//   "model"    {key, spec, wasm}  load one model (the runtime first, once): replies {key, maxTokens}
+//   "model"    {key, spec, wasm, texts}  load one model (the runtime first, once), fetching the
+//                                 token table's rows of ``texts`` (the page's first questions) on
+//                                 the way: replies {key, maxTokens}
 //   "file"     {entry}            one checked file's bytes (the search sets' vectors), transferred
 //   "grid"     {key, texts}       token vectors of a batch (see grid below), the numbers transferred
+//   "prefetch" {wasm, files}      start fetching the runtime's binary and these files of the
+//                                 models (before the page has the manifest: stored.js names
+//                                 them); no reply
+//   "rows"     {key, texts}       fetch the token table's rows of texts the page will soon ask for
+//                                 (what the reader typed while the model loads); no reply
 //   "abort"    {}                 stop every download in flight (the reader left the page)
 // Messages out: {progress: {path, bytes, fromCache}} for every chunk that arrives, and
 // {id, result} or {id, error: {message, path, aborted}} once per request.
@@ -23,25 +30,29 @@
 // keeps them, and feeds the model those rows in place of the token ids. The numbers are the whole
 // model's. A model without spec.files.table takes the token ids itself.
 
-import { env, BertTokenizer } from "./runtime/transformers.web.min.js";
-import * as ort from "./runtime/ort.wasm.bundle.min.mjs";
-
 const BASE = new URL("./", import.meta.url); // the book's live/ folder
 const CACHE_NAME = "labs-live";
+const FACTORY = new URL("runtime/ort-wasm-simd-threaded.mjs", BASE).href;
 
-// Nothing leaves the book: no hub, no CDN; this module fetches and checks every file itself.
-env.allowLocalModels = false;
-env.allowRemoteModels = false;
-env.useBrowserCache = false;
-env.useWasmCache = false;
-const wasm = env.backends.onnx.wasm;
-wasm.wasmPaths = {
-  mjs: new URL("runtime/ort-wasm-simd-threaded.mjs", BASE).href,
-  wasm: new URL("runtime/ort-wasm-simd-threaded.wasm", BASE).href,
-};
-wasm.numThreads = 1; // threads need COOP/COEP headers, which static hosts cannot send
-wasm.proxy = false; // this is the worker already
-if (ort.env.wasm !== wasm) throw new Error("transformers.js and the model's thread loaded two copies of onnxruntime-web");
+// The runtime's scripts load beside the model's files, not before them: the first request starts
+// the downloads at once, and what needs the runtime waits for this.
+const runtimeScripts = Promise.all([
+  import("./runtime/transformers.web.min.js"), import("./runtime/ort.wasm.bundle.min.mjs"),
+  import(FACTORY), // the wasm's own loader, which onnxruntime imports only when the first session starts
+]).then(([transformers, ort]) => {
+  const { env } = transformers;
+  // Nothing leaves the book: no hub, no CDN; this module fetches and checks every file itself.
+  env.allowLocalModels = false;
+  env.allowRemoteModels = false;
+  env.useBrowserCache = false;
+  env.useWasmCache = false;
+  const wasm = env.backends.onnx.wasm;
+  wasm.wasmPaths = { mjs: FACTORY, wasm: new URL("runtime/ort-wasm-simd-threaded.wasm", BASE).href };
+  wasm.numThreads = 1; // threads need COOP/COEP headers, which static hosts cannot send
+  wasm.proxy = false; // this is the worker already
+  if (ort.env.wasm !== wasm) throw new Error("transformers.js and the model's thread loaded two copies of onnxruntime-web");
+  return { BertTokenizer: transformers.BertTokenizer, ort, wasm };
+});
 
 class FileProblem extends Error {
   constructor(path, problem) {
@@ -60,12 +71,17 @@ class Aborted extends Error {
 const MB = (bytes) => (bytes / 1e6).toFixed(1);
 let controller = new AbortController(); // replaced after an abort, so that a later use starts afresh
 
-async function openCache() {
+// Cache Storage opened once, as this thread starts (its first opening takes a while)
+const opened = (async () => {
   try {
     return self.caches ? await caches.open(CACHE_NAME) : null;
   } catch (err) {
     return null; // no Cache Storage here (private window, insecure origin): fetch every time
   }
+})();
+
+function openCache() {
+  return opened;
 }
 
 async function digest(bytes) {
@@ -122,18 +138,36 @@ function gzipped(bytes) {
   return bytes.length > 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
 }
 
-/** A checked file as the model reads it: a gzipped one (entry.raw: its size inflated) inflated here. */
+/** A checked file as the model reads it: a gzipped one (entry.raw: its size inflated) inflated here, as it arrives. */
 async function fetchInflated(entry, signal) {
-  const bytes = await fetchChecked(entry, signal);
+  const { bytes, inflated } = await fetchChecked(entry, signal);
   if (!entry.raw || !gzipped(bytes)) return bytes;
   let raw;
   try {
-    raw = new Uint8Array(await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
+    raw = await (inflated || inflate(bytes).done);
   } catch (err) {
     throw new FileProblem(entry.path, `could not be inflated (${err.message}). Rebuild the book with make book`);
   }
   if (raw.length !== entry.raw.bytes) throw new FileProblem(entry.path, "inflates to the wrong size. Rebuild the book with make book");
   return raw;
+}
+
+/** A gzip inflater fed chunk by chunk (``write``, then ``close``); ``done``: the inflated bytes. */
+function inflater() {
+  const stream = new DecompressionStream("gzip");
+  const writer = stream.writable.getWriter();
+  const done = new Response(stream.readable).arrayBuffer().then((b) => new Uint8Array(b));
+  done.catch(() => {}); // said by the one who awaits it
+  const quietly = (p) => p.catch(() => {}); // a write's failure is done's failure
+  return { write: (chunk) => quietly(writer.write(chunk)), close: () => quietly(writer.close()),
+    abort: () => quietly(writer.abort()), done };
+}
+
+function inflate(bytes) {
+  const z = inflater();
+  z.write(bytes);
+  z.close();
+  return z;
 }
 
 async function fetchChecked(entry, signal) {
@@ -147,7 +181,7 @@ async function fetchChecked(entry, signal) {
       const bytes = new Uint8Array(await hit.arrayBuffer());
       if (bytes.length === entry.bytes) {
         progress(entry.path, bytes.length, true, true);
-        return bytes;
+        return { bytes, inflated: null };
       }
       await cache.delete(key); // a damaged cache entry: fetch it again
     }
@@ -164,12 +198,14 @@ async function fetchChecked(entry, signal) {
   // Read into one buffer of the size the manifest gives (no second copy of a 10 MB file).
   let bytes = new Uint8Array(entry.bytes);
   let length = 0;
+  let z = null; // a gzipped file is inflated while it arrives
   const reader = response.body.getReader();
   for (;;) {
     let part;
     try {
       part = await reader.read();
     } catch (err) {
+      if (z) z.abort();
       if (signal.aborted) throw new Aborted();
       throw new FileProblem(entry.path, `stopped arriving after ${MB(length)} MB (${err.message})`);
     }
@@ -177,6 +213,8 @@ async function fetchChecked(entry, signal) {
       progress(entry.path, 0, false, true);
       break;
     }
+    if (length === 0 && entry.raw && gzipped(part.value)) z = inflater();
+    if (z) z.write(part.value);
     if (length + part.value.length > bytes.length) {
       const bigger = new Uint8Array(Math.max(2 * bytes.length, length + part.value.length));
       bigger.set(bytes.subarray(0, length));
@@ -187,20 +225,23 @@ async function fetchChecked(entry, signal) {
     progress(entry.path, part.value.length, false);
   }
   bytes = length === bytes.length ? bytes : bytes.slice(0, length);
-  if (entry.raw && bytes.length === entry.raw.bytes && !gzipped(bytes)) return bytes; // the host inflated it on the way
+  if (z) z.close();
+  if (entry.raw && bytes.length === entry.raw.bytes && !gzipped(bytes)) return { bytes, inflated: null }; // the host inflated it on the way
   await check(entry, bytes);
-  if (cache) {
-    try {
-      await cache.put(key, new Response(bytes));
-      for (const old of await cache.keys(url, { ignoreSearch: true })) {
-        // an earlier build's copy of this file
-        if (old.url !== key) await cache.delete(old);
-      }
-    } catch (err) {
-      // the cache is full or refused: the file is used anyway
+  if (cache) keep(cache, url, key, bytes); // not waited for: the page needs the bytes, not the copy
+  return { bytes, inflated: z && z.done };
+}
+
+/** A checked file into Cache Storage under its SHA-256, and an earlier build's copy of it out. */
+async function keep(cache, url, key, bytes) {
+  try {
+    await cache.put(key, new Response(bytes));
+    for (const old of await cache.keys(url, { ignoreSearch: true })) {
+      if (old.url !== key) await cache.delete(old);
     }
+  } catch (err) {
+    // the cache is full or refused: the file is used anyway
   }
-  return bytes;
 }
 
 function json(entry, bytes) {
@@ -256,25 +297,71 @@ async function tableRows(table, ids) {
 function loadTokenizer(spec) {
   const path = spec.files.tokenizer.path;
   if (!tokenizers.has(path)) {
-    const pending = Promise.all([fetchFile(spec.files.tokenizer), fetchFile(spec.files.tokenizerConfig)]).then(
-      ([tok, config]) => new BertTokenizer(json(spec.files.tokenizer, tok), json(spec.files.tokenizerConfig, config)));
+    const pending = Promise.all([fetchFile(spec.files.tokenizer), fetchFile(spec.files.tokenizerConfig), runtimeScripts]).then(
+      ([tok, config, { BertTokenizer }]) => new BertTokenizer(json(spec.files.tokenizer, tok), json(spec.files.tokenizerConfig, config)));
     tokenizers.set(path, pending);
     pending.catch(() => tokenizers.delete(path));
   }
   return tokenizers.get(path);
 }
 
-function loadModel(key, spec, wasmEntry) {
-  if (!runtime) {
-    runtime = fetchFile(wasmEntry).then((bytes) => {
-      wasm.wasmBinary = bytes;
-    });
-    runtime.catch(() => { runtime = null; });
+/**
+ * A body sent as what to add to another model's (entry.plus; spec.files.base, the untouched body):
+ * the two inflated bodies summed byte by byte, modulo 256, and checked against entry.raw's SHA-256.
+ */
+async function rebuilt(entry, baseEntry) {
+  const [base, delta] = await Promise.all([fetchFile(baseEntry), fetchFile(entry)]);
+  if (base.length !== delta.length) throw new FileProblem(entry.path, "does not fit the untouched model's body. Rebuild the book with make book");
+  const body = new Uint8Array(delta.length);
+  for (let i = 0; i < body.length; i++) body[i] = base[i] + delta[i]; // a Uint8Array keeps the sum modulo 256
+  const hash = await digest(body);
+  if (hash !== null && hash !== entry.raw.sha256) {
+    throw new FileProblem(entry.path, "added to the untouched model does not make the fine-tuned one (its SHA-256 differs). Rebuild the book with make book");
   }
+  return body;
+}
+
+const readers = new Map(); // key -> Promise<{tokenizer, table, spec}>: what tokenizing needs, ready before the session
+
+/** The token rows of texts the page will soon ask for, fetched while the body still downloads (a hint: a failure here is met again, and said, by grid). */
+function hint(key, texts) {
+  const reader = readers.get(key);
+  if (!reader) return;
+  reader.then(({ tokenizer, table, spec }) => {
+    const ids = texts.flatMap((t) => tokenize({ tokenizer, maxTokens: spec.maxTokens }, t).ids);
+    return table && ids.length ? tableRows(table, ids) : null;
+  }).catch(() => {});
+}
+
+// An ONNX model of one Identity node: its session, made as soon as the runtime's binary is in,
+// compiles the WebAssembly and starts onnxruntime while the model's body still downloads.
+const IDENTITY = new Uint8Array([8, 8, 58, 58, 10, 16, 10, 1, 120, 18, 1, 121, 34, 8, 73, 100, 101, 110, 116, 105, 116,
+  121, 18, 4, 119, 97, 114, 109, 90, 15, 10, 1, 120, 18, 10, 10, 8, 8, 1, 18, 4, 10, 2, 8, 1, 98, 15, 10, 1, 121, 18, 10,
+  10, 8, 8, 1, 18, 4, 10, 2, 8, 1, 66, 4, 10, 0, 16, 18]);
+
+/** The runtime's binary fetched and the runtime started (once). */
+function startRuntime(wasmEntry) {
+  if (!runtime) {
+    runtime = Promise.all([fetchFile(wasmEntry), runtimeScripts]).then(([bytes, { wasm, ort }]) => {
+      wasm.wasmBinary = bytes;
+      // a runtime that fails to start here fails again, and is said, with the model's own session
+      return serially(() => ort.InferenceSession.create(IDENTITY).then((s) => s.release(), () => {}));
+    });
+    runtime.catch(() => { runtime = null; }); // said by the model that waits for it
+  }
+  return runtime;
+}
+
+function loadModel(key, spec, wasmEntry, texts) {
+  startRuntime(wasmEntry);
   if (!models.has(key)) {
     const pending = (async () => {
-      const [tokenizer, modelBytes, , table] = await Promise.all([loadTokenizer(spec), fetchFile(spec.files.model), runtime,
-        spec.files.table ? loadTable(spec) : null]);
+      const body = spec.files.base ? rebuilt(spec.files.model, spec.files.base) : fetchFile(spec.files.model);
+      const tokenizing = Promise.all([loadTokenizer(spec), spec.files.table ? loadTable(spec) : null]);
+      readers.set(key, tokenizing.then(([tokenizer, table]) => ({ tokenizer, table, spec })));
+      readers.get(key).catch(() => readers.delete(key));
+      if (texts && texts.length) hint(key, texts);
+      const [[tokenizer, table], modelBytes, , { ort }] = await Promise.all([tokenizing, body, runtime, runtimeScripts]);
       let session;
       const started = performance.now();
       try {
@@ -304,7 +391,7 @@ function tokenize(model, text) {
 
 /** Token vectors of a batch padded to its longest text: {tokens, ids, mask (B x T), grid (Float32Array B*T*D), B, T, D, cut, counts, ms (the model's run), rowsMs (the table's rows, fetched if new)}. */
 async function grid(key, texts) {
-  const model = await models.get(key);
+  const [model, { ort }] = await Promise.all([models.get(key), runtimeScripts]);
   const parts = texts.map((t) => tokenize(model, t));
   const B = parts.length;
   const T = Math.max(...parts.map((p) => p.ids.length));
@@ -353,7 +440,7 @@ async function grid(key, texts) {
 
 async function handle(msg) {
   if (msg.op === "model") {
-    const model = await loadModel(msg.key, msg.spec, msg.wasm);
+    const model = await loadModel(msg.key, msg.spec, msg.wasm, msg.texts);
     return [{ key: msg.key, maxTokens: model.maxTokens, sessionSeconds: model.sessionSeconds }, []];
   }
   if (msg.op === "file") {
@@ -370,6 +457,15 @@ async function handle(msg) {
 
 self.onmessage = (event) => {
   const msg = event.data;
+  if (msg.op === "prefetch") {
+    startRuntime(msg.wasm);
+    for (const entry of msg.files) fetchFile(entry).catch(() => {}); // a failure is said by the load that needs it
+    return;
+  }
+  if (msg.op === "rows") {
+    hint(msg.key, msg.texts);
+    return;
+  }
   if (msg.op === "abort") {
     controller.abort();
     controller = new AbortController();

@@ -249,6 +249,32 @@ def test_compare_agrees_with_both_python_models(session, minilm, tuned, manifest
     assert heads == ["Untouched model", "Fine-tuned on the help-desk questions"]
 
 
+def test_fine_tuned_body_comes_as_what_fine_tuning_changed(book, site, fresh, manifest):
+    """Lesson 7's fine-tuned body is sent as the bytes to add to the untouched body (which the
+    comparison fetches anyway): the sum is the fine-tuned body, byte for byte; a sum that is not is named."""
+    import gzip
+
+    tuned, base = manifest["models"]["tuned"]["files"]["model"], manifest["models"]["minilm"]["files"]["model"]
+    assert tuned["plus"] == "base" and manifest["models"]["tuned"]["files"]["base"] == base
+    untouched = np.frombuffer(gzip.decompress((book / "live" / base["path"]).read_bytes()), dtype=np.uint8)
+    added = untouched + np.frombuffer(gzip.decompress((book / "live" / tuned["path"]).read_bytes()), dtype=np.uint8)
+    assert hashlib.sha256(added.tobytes()).hexdigest() == tuned["raw"]["sha256"]
+    assert tuned["bytes"] < base["bytes"] / 2, (tuned["bytes"], base["bytes"])
+    changed = json.loads(json.dumps(manifest))
+    changed["models"]["tuned"]["files"]["model"]["raw"]["sha256"] = "0" * 64
+    live_page.replace_file(site, "live/manifest.json", json.dumps(changed).encode())
+    try:
+        s = fresh()
+        page = s.open()
+        demo(page, "compare").locator(".live-chip").nth(0).click()
+        page.wait_for_function("() => document.querySelector('.live-demo[data-live=compare]').labsLive.status === "
+                               "'fallback'", timeout=WAIT_MS)
+        note = demo(page, "compare").locator(".live-note").inner_text()
+        assert tuned["path"] in note and "does not make the fine-tuned one" in note, note
+    finally:
+        live_page.restore_file(book, site, "live/manifest.json")
+
+
 # ---- pooling --------------------------------------------------------------------------------
 
 

@@ -194,3 +194,28 @@ def test_the_token_table_is_split_out_without_changing_a_number(tmp_path):
     changed.write_bytes(b"\0" + changed.read_bytes()[1:])
     with pytest.raises(live_model.BuildError, match="0003.bin is not the file .*index.json lists"):
         live_model.load_table(out / "table" / "index.json")
+
+
+def test_the_fine_tuned_body_goes_as_what_changed(tmp_path):
+    """`_delta`: the bytes that, added to the untouched body modulo 256, make the fine-tuned one; made
+    again when either body changes; none for bodies of different lengths (the page gets the whole body)."""
+    import gzip
+
+    rng = np.random.default_rng(0)
+    base, body = tmp_path / "base.onnx", tmp_path / "tuned" / "body_quantized.onnx"
+    body.parent.mkdir()
+    a = rng.integers(0, 256, 6000, dtype=np.uint8)
+    b = a.copy()
+    b[::5] += 200  # wraps past 255
+    base.write_bytes(a.tobytes())
+    body.write_bytes(b.tobytes())
+    delta = live_model._delta(base, body)
+    added = a + np.frombuffer(gzip.decompress(delta.read_bytes()), dtype=np.uint8)
+    assert added.tobytes() == b.tobytes()
+    assert len(delta.read_bytes()) < len(b.tobytes()) / 2  # mostly zeros
+    b[0] += 1
+    body.write_bytes(b.tobytes())
+    added = a + np.frombuffer(gzip.decompress(live_model._delta(base, body).read_bytes()), dtype=np.uint8)
+    assert added.tobytes() == b.tobytes()
+    body.write_bytes(b[:-1].tobytes())
+    assert live_model._delta(base, body) is None
