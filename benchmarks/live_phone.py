@@ -1,7 +1,7 @@
 """Benchmark: the live demos on a slow phone, two builds of the book side by side, in one run.
 
 Serves each built book as static hosts serve it (gzip for HTML, CSS, JS, JSON and wasm; the
-model's ``.onnx`` and the vectors' ``.f32`` as they are) and opens its lesson pages in headless
+model's ``.onnx`` and ``.gz`` and the vectors' ``.f32`` as they are) and opens its lesson pages in headless
 Chromium under a phone profile:
 
 - 390 x 844 px, touch;
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     queries = [q for q, _ in help_questions(list(PRODUCTS), (1, 2))][: args.queries]
     out: dict = {"machine": machine(), "profile": f"phone: 390 px, touch, CPU {CPU}x, {RATE * 8 / 1e6:.0f} Mbit/s down, "
-                 f"{LATENCY * 1000:.0f} ms a response; gzip for {' '.join(GZIP)}, .onnx and .f32 as they are"}
+                 f"{LATENCY * 1000:.0f} ms a response; gzip for {' '.join(GZIP)}, .onnx, .gz and .f32 as they are"}
     builds = {name: Path(path).resolve() for name, path in (("old", args.old), ("new", args.new)) if path}
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=browser.CHROMIUM, headless=True, args=browser.FLAGS)
