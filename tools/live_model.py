@@ -868,7 +868,9 @@ def assemble(out: Path) -> dict:
     for name in PAGE_FILES:
         version.update((live / name).read_bytes())
     stored = {"version": version.hexdigest()[:16], "runtime": manifest["runtime"]["wasm"],
-              "models": {k: {"label": m["label"], "maxTokens": m["maxTokens"], "files": m["files"]}
+              # the bodies, which the worker starts fetching on the reader's first act, before the manifest
+              "models": {k: {"label": m["label"], "maxTokens": m["maxTokens"],
+                             "files": {n: e for n, e in m["files"].items() if n in ("model", "base")}}
                          for k, m in manifest["models"].items()},
               "examples": {"search": [{"question": q, "right": [right], "rightText": text_of[right]}
                                      for q, right in SEARCH_EXAMPLES],

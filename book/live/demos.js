@@ -1267,7 +1267,7 @@
 
     function showOwn(text, ranking) {
       clear(ownList);
-      state.own = { question: text, ranking: ranking.slice(0, 5) };
+      state.own = { question: text, ranking: ranking.slice(0, 5), count: (state.own ? state.own.count : 0) + 1 };
       ranking.slice(0, 5).forEach(function (row, k) {
         var right = make("button", { type: "button", "class": "live-why", text: "Right article",
           "aria-label": "Right article for your question: " + row.id });

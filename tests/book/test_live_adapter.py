@@ -228,13 +228,15 @@ def test_demo_runs_both_arms_as_labs(lesson, book):
 
 
 def ranked(page, question: str) -> dict:
+    """Ask ``question`` in the adapter demo's own form and return its new ranking (not an earlier one of the same question)."""
     d = demo(page, "adapter")
+    before = (state(page, "adapter").get("own") or {}).get("count", 0)
     d.get_by_label("Your question, ranked among the 84 articles of the set").fill(question)
     d.get_by_role("button", name="Rank").click()
-    d.evaluate("(d, q) => new Promise((ok, no) => { const t0 = Date.now(); (function poll() { const s = d.labsLive;"
-               " if (s.own && s.own.question === q) return ok(); if (s.status === 'fallback') return no(new Error(s.fallback));"
-               f" if (Date.now() - t0 > {WAIT_MS}) return no(new Error('no ranking')); setTimeout(poll, 20); }})(); }})",
-               question)
+    d.evaluate("(d, [q, n]) => new Promise((ok, no) => { const t0 = Date.now(); (function poll() { const s = d.labsLive;"
+               " if (s.own && s.own.question === q && s.own.count > n) return ok(); if (s.status === 'fallback')"
+               f" return no(new Error(s.fallback)); if (Date.now() - t0 > {WAIT_MS}) return no(new Error('no ranking'));"
+               " setTimeout(poll, 20); })(); })", [question, before])
     return state(page, "adapter")["own"]
 
 
