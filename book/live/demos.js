@@ -486,7 +486,7 @@
         Math.max(1, Math.round(r.ms)) + " ms: the best match is " + best.id + " at cosine " + fixed(best.cosine, 3) + ".";
       show(texts[0], r.rows, caption, cut);
       state.noMatch = top < NO_MATCH;
-      whyButtons(whyPanel, lists, spec, ensure, texts[0], r.rows, state);
+      whyButtons(whyPanel, lists, spec, ensure, texts[0], r.rows, state, function () { return input.value === texts[0]; });
       state.rankings = r.rows;
       state.scores = r.scores;
       state.vectors = r.vectors;
@@ -545,13 +545,15 @@
   }
 
   /** A "Why this score" button on each ranked article of a live ranking; it opens why.mjs's panel. */
-  function whyButtons(panel, lists, spec, ensure, question, rows, state) {
+  function whyButtons(panel, lists, spec, ensure, question, rows, state, current) {
     panel.setAttribute("hidden", "hidden");
     clear(panel);
     state.why = null;
-    // the buttons in a task of their own: on a slow phone, the ranking and its buttons drawn in one
-    // task came near 200 ms
-    setTimeout(function () { if (state.rankings === rows) addWhyButtons(panel, lists, spec, ensure, question, rows, state); }, 0);
+    // the buttons in a task of their own (on a slow phone, the ranking and its buttons drawn in one
+    // task came near 200 ms), while the ranking is still the one shown and its question still in the box
+    setTimeout(function () {
+      if (state.rankings === rows && current()) addWhyButtons(panel, lists, spec, ensure, question, rows, state);
+    }, 0);
   }
 
   function addWhyButtons(panel, lists, spec, ensure, question, rows, state) {
