@@ -154,9 +154,9 @@ function remember(map, name, pending) {
   return pending;
 }
 
-function loadModel(key, spec, wasm, texts) {
+function loadModel(key, spec, wasm) {
   if (!models.has(key)) {
-    remember(models, key, call("model", { key, spec, wasm, texts }).then((info) => {
+    remember(models, key, call("model", { key, spec, wasm }).then((info) => {
       const model = new Model(key, spec);
       model.sessionSeconds = info.sessionSeconds;
       return model;
@@ -221,8 +221,8 @@ export async function prepare(needs, onProgress) {
       if (early) progress({ path: e.path, bytes: early[0], fromCache: early[1] });
       unclaimed.delete(e.path);
     }
-    const texts = needs.texts ? needs.texts().filter((t) => t.trim()) : [];
-    const pending = needs.models.map((key) => loadModel(key, m.models[key], m.runtime.wasm, texts));
+    const pending = needs.models.map((key) => loadModel(key, m.models[key], m.runtime.wasm));
+    if (needs.texts) warm(needs.models, needs.texts()); // what the reader typed before this module arrived
     const vectorsOf = (needs.sets || []).map((set) => needs.models.map(
       (key) => loadVectors(set, key, m.sets[set].vectors[key], m.sets[set].ids.length, m.sets[set].dim)));
     const loaded = await Promise.all(pending);

@@ -5,9 +5,7 @@
 // session, tokenizing and running the model. The page's thread only draws.
 //
 // Messages in: {id, op, ...} with op
-//   "model"    {key, spec, wasm, texts}  load one model (the runtime first, once), fetching the
-//                                 token table's rows of ``texts`` (the page's first questions) on
-//                                 the way: replies {key, maxTokens}
+//   "model"    {key, spec, wasm}  load one model (the runtime first, once): replies {key, maxTokens}
 //   "file"     {entry}            one checked file's bytes (the search sets' vectors), transferred
 //   "grid"     {key, texts}       token vectors of a batch (see grid below), the numbers transferred
 //   "prefetch" {wasm, files}      start fetching the runtime's binary and these files of the
@@ -71,7 +69,7 @@ class Aborted extends Error {
 const MB = (bytes) => (bytes / 1e6).toFixed(1);
 let controller = new AbortController(); // replaced after an abort, so that a later use starts afresh
 
-// Cache Storage opened once, as this thread starts (its first opening takes a while)
+// Cache Storage, opened once as this thread starts (its first opening takes a while)
 const opened = (async () => {
   try {
     return self.caches ? await caches.open(CACHE_NAME) : null;
@@ -79,10 +77,6 @@ const opened = (async () => {
     return null; // no Cache Storage here (private window, insecure origin): fetch every time
   }
 })();
-
-function openCache() {
-  return opened;
-}
 
 async function digest(bytes) {
   if (!(self.crypto && crypto.subtle)) return null; // not a secure origin: the size is checked only
@@ -173,7 +167,7 @@ function inflate(bytes) {
 async function fetchChecked(entry, signal) {
   const url = new URL(entry.path, BASE).href;
   const key = `${url}?sha256=${entry.sha256}`;
-  const cache = await openCache();
+  const cache = await opened;
   if (cache) {
     const hit = await cache.match(key);
     if (hit) {
@@ -352,7 +346,7 @@ function startRuntime(wasmEntry) {
   return runtime;
 }
 
-function loadModel(key, spec, wasmEntry, texts) {
+function loadModel(key, spec, wasmEntry) {
   startRuntime(wasmEntry);
   if (!models.has(key)) {
     const pending = (async () => {
@@ -360,7 +354,6 @@ function loadModel(key, spec, wasmEntry, texts) {
       const tokenizing = Promise.all([loadTokenizer(spec), spec.files.table ? loadTable(spec) : null]);
       readers.set(key, tokenizing.then(([tokenizer, table]) => ({ tokenizer, table, spec })));
       readers.get(key).catch(() => readers.delete(key));
-      if (texts && texts.length) hint(key, texts);
       const [[tokenizer, table], modelBytes, , { ort }] = await Promise.all([tokenizing, body, runtime, runtimeScripts]);
       let session;
       const started = performance.now();
@@ -440,7 +433,7 @@ async function grid(key, texts) {
 
 async function handle(msg) {
   if (msg.op === "model") {
-    const model = await loadModel(msg.key, msg.spec, msg.wasm, msg.texts);
+    const model = await loadModel(msg.key, msg.spec, msg.wasm);
     return [{ key: msg.key, maxTokens: model.maxTokens, sessionSeconds: model.sessionSeconds }, []];
   }
   if (msg.op === "file") {
