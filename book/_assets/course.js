@@ -59,6 +59,9 @@
   const visibleWords = el => (el.innerText || '').replace(/\s+/g, ' ').trim().toLowerCase();
   const fixNames = () => {
     for (const el of document.querySelectorAll('[aria-label]')) {
+      // A folded cell's summary shows its words; its cell may be off screen and not laid out
+      // (content-visibility, course.css), where innerText is empty, so its words are read whole.
+      if (el.tagName === 'SUMMARY' && el.textContent.trim()) { el.removeAttribute('aria-label'); continue; }
       const shown = visibleWords(el);
       const label = el.getAttribute('aria-label').trim().toLowerCase();
       if (shown && !label.includes(shown) && !shown.includes(label)) el.removeAttribute('aria-label');

@@ -383,6 +383,7 @@ def check_sliders(page, html: str) -> tuple[list[str], int]:
             problems.append(f"live slider {n}: not rendered on the page")
             continue
         box = page.locator(f'[data-check-id="{spec.model_id}"]')
+        box.scroll_into_view_if_needed()  # read as a reader reads it: off screen, a cell is not laid out (course.css)
         handle = box.locator(".noUi-handle")
         name = f"live slider {n} ({spec.labels[0]} .. {spec.labels[-1]})"
 
