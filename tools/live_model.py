@@ -6,9 +6,9 @@ fetch, from the installed packages alone, into OUT (default ``_live``, never com
 
 ==================================  ==========================================================
 OUT/site/live/                      copied into the built book by Sphinx (``html_extra_path``)
-  models/minilm/                    the packaged all-MiniLM-L6-v2 (8-bit weights: `quantize`) in two
-                                    parts (`split_table`): ``onnx/body_quantized.onnx.gz``, all but
-                                    the token table (11.9 MB, gzipped to 10.5: static hosts serve
+  models/minilm/                    the packaged all-MiniLM-L6-v2 (integer weights: `quantize`) in
+                                    two parts (`split_table`): ``onnx/body_quantized.onnx.gz``, all but
+                                    the token table (11.9 MB, gzipped to 9.2: static hosts serve
                                     ``.onnx`` as it is; the worker inflates it), and ``table/``, the
                                     table's 30,522 rows of 384 8-bit numbers in files of TABLE_ROWS
                                     rows with their ``index.json``: the page fetches only the files
@@ -16,12 +16,12 @@ OUT/site/live/                      copied into the built book by Sphinx (``html
   models/minilm-helpdesk/           the same, fine-tuned the way lesson 7 fine-tunes it; its body
                                     goes as ``onnx/body_quantized.delta.gz`` (`_delta`): the bytes
                                     to add to the untouched body, which lesson 7 fetches anyway
-                                    (1.8 MB gzipped, against 10.5 for the whole body)
+                                    (1.25 MB gzipped, against 9.2 for the whole body)
   tokenizer/                        ``tokenizer.json``, ``tokenizer_config.json``: one for both
                                     models (fine-tuning leaves the vocabulary as it was)
   vectors/*.f32                     the document vectors of each search set under each model
                                     (float32, little-endian, one unit row per document), made by
-                                    the same 8-bit models, so the page embeds only the question
+                                    the same integer models, so the page embeds only the question
   vectors/lookalike-minilm.f32      lesson 5's look-alike set as its experiment embeds it
                                     (`build_lookalike`: sentence-transformers' float32 vectors,
                                     which Python trains on as float64), for the adapter demo
@@ -36,12 +36,12 @@ OUT/site/live/                      copied into the built book by Sphinx (``html
                                     lesson 5's adapter, trained in the page)
   maths.js                          maths.mjs as a classic script, for demos.js
 OUT/work/                           the fp32 exports, the fine-tuned sentence-transformers folder
-                                    (the browser tests compare against them), each 8-bit model's
+                                    (the browser tests compare against them), each integer model's
                                     two parts (``split/``) and the stamps
 ==================================  ==========================================================
 
 The export: ``torch.onnx.export`` (dynamo, opset 18) of the BertModel wrapped to return
-``last_hidden_state``, with dynamic batch and sequence. Then its weights become 8-bit integers
+``last_hidden_state``, with dynamic batch and sequence. Then its weights become integers
 (`quantize`): the embedding tables by onnxruntime's ``quantize_dynamic`` (asked for int8 per
 channel, it gives each lookup table uint8 with one scale and zero point for the whole table),
 every matrix of the layers by its ``MatMulNBitsQuantizer`` (8 bits, symmetric, one scale per
@@ -68,17 +68,39 @@ int8 per channel / 4-bit, block 32, 64, 128        19.4-18.4  0.11-0.13
 
 The last row, built and checked in the browser, moved one cosine of lesson 7's help-desk set (the
 untouched model's) by 0.036:
-no 4-bit form holds the bar, so the weights stay 8-bit. 4-bit matrices move the cosines four
-times past it; the 30,522 x 384 token table (11.7M of the 22.7M numbers) needs blocks of 16 with
-zero points to come near it, and then saves 2.6 MB. Every export is checked against the
+no 4-bit form holds the bar. 4-bit matrices move the cosines four times past it; the 30,522 x
+384 token table (11.7M of the 22.7M numbers) needs blocks of 16 with zero points to come near it,
+and then saves 2.6 MB.
+
+Fewer levels in the same container, measured on 2026-12-07 (`fewer_levels`: the layers' matrices
+rounded to 2**k - 1 levels a block of 128, held in MatMulNBits' 8-bit bytes, so the runtime is
+unchanged; the token table as before). Gzip sends the body (11.9 MB as it is) in fewer bytes. Worst
+cosine difference from sentence-transformers in float32 over lesson 1's 85 articles against 327
+questions (every help question, the examples and the browser tests' texts) and over lesson 7's
+help-desk set (60 articles, 180 questions) for the untouched and the fine-tuned model:
+
+====================  ============  ==========  ===========  ===========  ==============
+matrices              body gzipped  lesson 7's  lesson 1     help-desk,   help-desk,
+                      (MB)          delta (MB)               untouched    fine-tuned
+====================  ============  ==========  ===========  ===========  ==============
+8-bit (the quantizer)  10.51        1.81        0.019        0.016        0.013
+7 bits (kept)           9.20        1.25        0.020        0.018        0.024
+6 bits                  8.09        0.90        0.038        0.028        0.032
+5 bits                  7.12        0.67        0.068        0.072        0.066
+====================  ============  ==========  ===========  ===========  ==============
+
+So the matrices have 7-bit numbers: 1.3 MB less to send for lesson 1 (0.5 s at 20 Mbit/s) and
+1.9 MB for lesson 7, within the bar; what the cost is: near-ties swap more often (of the 327
+questions, 46 have their top 3 in another order than sentence-transformers', against 41 with 8
+bits; 27 and 26 another set). Every export is checked against the
 sentence-transformers model it came from before anything is written: the fp32 export within
-FP32_TOLERANCE, the 8-bit one within INT8_TOLERANCE (largest difference of normalized vectors on
+FP32_TOLERANCE, the integer one within INT8_TOLERANCE (largest difference of normalized vectors on
 CHECK_TEXTS).
 
-What the page fetches of the 8-bit model, measured on 2026-12-07: the token table is 11.7 of its
+What the page fetches of the integer model, measured on 2026-12-07: the token table is 11.7 of its
 23.7 MB (it gzips to 8.0), yet the documents' vectors are stored, so a page only ever runs the
 model on the reader's own texts and needs only their tokens' rows. So the model goes to the page
-in two parts (`split_table`): the body (11.9 MB, 10.5 gzipped), which takes the table's rows in
+in two parts (`split_table`): the body (11.9 MB, 9.2 gzipped), which takes the table's rows in
 place of the token ids, and the table in 477 files of TABLE_ROWS rows (24,576 bytes each), of
 which lesson 1's 164 help questions touch 8 on average (12 at most: about 0.2 MB) and its
 articles 15. The rows are the table's own bytes, its scale and zero point stay in the body, so
@@ -133,10 +155,11 @@ POOLING_PAIR = ("A cat sleeps on the mat.", "My kitten is asleep on the soft rug
 
 FP32_TOLERANCE = 1e-4  # the fp32 export against sentence-transformers (measured: about 2e-7)
 INT8_TOLERANCE = 0.03  # the 8-bit export against sentence-transformers (measured: about 0.011)
-NBITS_BLOCK = 128  # numbers per scale of the 8-bit matrices
+NBITS_BLOCK = 128  # numbers per scale of the layers' matrices
+MATRIX_BITS = 7  # levels of the layers' matrices: 2**7 - 1 = 127, held in MatMulNBits' 8-bit bytes
 TABLE_ROWS = 64  # token-table rows per file the page fetches (24,576 bytes): a question needs about 8 such files
 WORD_TABLE = "model.embeddings.word_embeddings.weight_quantized"  # the 8-bit token table in the export
-WEIGHTS = "8-bit weights"  # what the page says of the model files (manifest dtype)
+WEIGHTS = "7/8-bit weights"  # what the page says of the model files (manifest dtype)
 CHECK_TEXTS = ("how do I factory reset my router", "The kettle is covered for two years.",
                "Wipe the camera with a dry soft cloth.", "¿Dónde está la estación? 東京 🚲")
 TOP_K = 5  # articles a stored ranking keeps
@@ -306,7 +329,7 @@ def ranking(vectors: np.ndarray, query: np.ndarray, ids: Sequence[str], k: int =
 
 def export(folder: Path, out: Path) -> dict:
     """Export the sentence-transformers model in ``folder`` (its Transformer at the folder's root) to
-    ``out/model.onnx`` (fp32) and ``out/model_quantized.onnx`` (8-bit weights), with the tokenizer files the
+    ``out/model.onnx`` (fp32) and ``out/model_quantized.onnx`` (integer weights), with the tokenizer files the
     page reads; check both against the model; return the checks' numbers."""
     import torch
     from sentence_transformers import SentenceTransformer
@@ -358,8 +381,9 @@ def export(folder: Path, out: Path) -> dict:
 
 
 def quantize(fp32: Path, out: Path) -> None:
-    """8-bit weights: the embedding tables (Gather) by ``quantize_dynamic`` (int8, per channel), then the
-    layers' matrices by ``MatMulNBitsQuantizer`` (8 bits, symmetric, NBITS_BLOCK numbers a scale)."""
+    """Integer weights: the embedding tables (Gather) by ``quantize_dynamic`` (8 bits, per channel), then
+    the layers' matrices by ``MatMulNBitsQuantizer`` (8-bit container, symmetric, NBITS_BLOCK numbers a
+    scale), their numbers then rounded to MATRIX_BITS (`fewer_levels`)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
@@ -370,9 +394,35 @@ def quantize(fp32: Path, out: Path) -> None:
                          op_types_to_quantize=["Gather"])
         matrices = MatMulNBitsQuantizer(onnx.load(str(tables)), bits=8, block_size=NBITS_BLOCK, is_symmetric=True)
         matrices.process()
+        fewer_levels(matrices.model.model, onnx.load(str(fp32)), MATRIX_BITS)
         matrices.model.save_model_to_file(str(out), use_external_data_format=False)
     finally:
         tables.unlink(missing_ok=True)
+
+
+def fewer_levels(model, fp32, bits: int) -> None:
+    """Every MatMulNBits matrix of ``model`` (8 bits, symmetric, NBITS_BLOCK a block: bytes B (N, K/block,
+    block) uint8 of W.T, scales (N * K/block), the number (B - 128) * scale) made again from the fp32
+    weight of ``fp32`` with 2**bits - 1 levels: scale = max |w| of the block / (2**(bits-1) - 1), the
+    byte 128 + round(w / scale). The runtime reads the same container; gzip sends fewer bits a byte."""
+    from onnx import helper, numpy_helper
+
+    weights = {i.name: i for i in fp32.graph.initializer}
+    stored = {i.name: i for i in model.graph.initializer}
+    most = 2 ** (bits - 1) - 1
+    for node in (n for n in model.graph.node if n.op_type == "MatMulNBits"):
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        b_name, s_name = node.input[1], node.input[2]
+        if attrs["bits"] != 8 or attrs["block_size"] != NBITS_BLOCK or len(node.input) != 3:
+            raise BuildError(f"{node.name}: not an 8-bit symmetric MatMulNBits of blocks of {NBITS_BLOCK} ({attrs})")
+        w = numpy_helper.to_array(weights[b_name.removesuffix("_Q8")]).astype(np.float32)  # (K, N)
+        k, n = w.shape
+        blocks = w.T.reshape(n, k // NBITS_BLOCK, NBITS_BLOCK)
+        scale = (np.abs(blocks).max(axis=-1) / most).astype(np.float32)
+        q = np.clip(np.round(blocks / np.where(scale > 0, scale, 1)[..., None]), -most, most)
+        old = numpy_helper.to_array(stored[s_name])
+        stored[b_name].CopyFrom(numpy_helper.from_array((q + 128).astype(np.uint8), b_name))
+        stored[s_name].CopyFrom(numpy_helper.from_array(scale.reshape(old.shape), s_name))
 
 
 def split_table(model: Path, out: Path, folder: Path, limit: int) -> dict:
@@ -487,7 +537,7 @@ def _code(*parts) -> str:
 def _stamp_minilm() -> dict:
     folder = _minilm_folder()
     code = _code(export, quantize, OnnxEncoder, ranking, build_minilm, pooling_numbers, max_tokens, POOLING_PAIR,
-                 TOP_K, CHECK_TEXTS, FP32_TOLERANCE, INT8_TOLERANCE, NBITS_BLOCK)
+                 TOP_K, CHECK_TEXTS, FP32_TOLERANCE, INT8_TOLERANCE, NBITS_BLOCK, fewer_levels, MATRIX_BITS)
     return {"versions": _versions(), "code": code,
             "search_set": sha256(ROOT / "labs/lessons/help_articles.py"),
             "weights": {name: sha256(folder / name) for name in
@@ -729,7 +779,7 @@ def _delta(base: Path, body: Path) -> Path | None:
     """What to add to ``base``'s bytes, byte by byte modulo 256, to make ``body``'s, gzipped, beside
     ``body`` (made again when either changes); None when the two differ in length (then the page
     fetches the whole body). Two exports of one architecture differ only in their weights' bytes,
-    and fine-tuning leaves most 8-bit weights as they were, so the difference is mostly zeros."""
+    and fine-tuning leaves most integer weights as they were, so the difference is mostly zeros."""
     import gzip
 
     out, stamp = body.with_name("body_quantized.delta.gz"), {"base": sha256(base), "body": sha256(body)}

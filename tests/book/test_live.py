@@ -38,7 +38,7 @@ from tools.book import live_page
 ROOT = Path(__file__).resolve().parents[2]
 LIVE_WORK = ROOT / "_live" / "work"  # tools/live_model.py's fp32 exports and fine-tuned folder
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
-INT8_TOLERANCE = 0.03  # a cosine, page (8-bit weights, query and documents) against sentence-transformers (fp32)
+INT8_TOLERANCE = 0.03  # a cosine, page (integer weights, query and documents) against sentence-transformers (fp32)
 FP32_TOLERANCE = 1e-5
 EXACT = 1e-9  # float64 arithmetic, page against labs
 MODEL_FILE = "live/models/minilm/onnx/body_quantized.onnx.gz"

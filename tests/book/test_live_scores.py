@@ -5,7 +5,7 @@ refused). What holds:
 
 - book/live/scores.mjs, imported in the page: its token shares of a cosine sum to the page's
   cosine (within SUM) and equal labs' `token_shares` of the token vectors that onnxruntime in
-  Python computes from the same 8-bit file the page loads (within ONNX); its batch arithmetic (the
+  Python computes from the same integer-weight file the page loads (within ONNX); its batch arithmetic (the
   table's losses, gradient shares and masks, the mining) equals labs' `info_nce`,
   `false_negative_mask` / `info_nce_masked`, torch's autograd and sentence-transformers'
   `mine_hard_negatives` (through labs' `mine_with_model`) on the same table, within EXACT;
@@ -32,7 +32,7 @@ import torch
 from tests.book.live_helpers import WAIT_MS, ask, demo, state
 
 SUM = 1e-6  # the shares' sum against the page's cosine (float64 sums of float32 vectors)
-ONNX = 1e-5  # the page's shares against onnxruntime in Python on the same 8-bit file
+ONNX = 1e-5  # the page's shares against onnxruntime in Python on the same file
 EXACT = 1e-9  # float64 arithmetic, page against labs
 
 IMPORT = "async ([url, fn, args]) => { const m = await import(url); return JSON.parse(JSON.stringify(m[fn](...args), " \
@@ -339,7 +339,7 @@ def test_why_on_the_lookalike(session, live_url, onnx_encoder):
     assert tokens_q == m["tokensQ"] and tokens_d == m["tokensD"]
     assert shares_q == m["sharesQ"] and shares_d == m["sharesD"]
     assert abs(sum(shares_q) - m["cosine"]) < SUM and abs(sum(shares_d) - m["cosine"]) < SUM
-    assert abs(m["cosine"] - m["ranked"]) < ONNX  # the ranking's stored vector came from the same 8-bit file
+    assert abs(m["cosine"] - m["ranked"]) < ONNX  # the ranking's stored vector came from the same file
     want = python_shares(onnx_encoder, question, EXTRA_ARTICLES["account/password-policy"])
     assert np.abs(np.array(shares_q) - want["a"]).max() < ONNX and np.abs(np.array(shares_d) - want["b"]).max() < ONNX
     # the gap to the steps, split over the question's tokens: "password" and "reset" carry the policy

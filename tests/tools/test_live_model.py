@@ -219,3 +219,32 @@ def test_the_fine_tuned_body_goes_as_what_changed(tmp_path):
     assert added.tobytes() == b.tobytes()
     body.write_bytes(b[:-1].tobytes())
     assert live_model._delta(base, body) is None
+
+
+def test_the_layers_matrices_have_matrix_bits_levels(tmp_path):
+    """`quantize`: each MatMulNBits matrix holds 2**MATRIX_BITS - 1 levels a block (bytes 128 +- 63 for 7
+    bits), every weight within half a level of its fp32 value, and onnxruntime runs the result as
+    the matrix product of those numbers."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    k, n, block = 256, 8, live_model.NBITS_BLOCK
+    w = np.random.default_rng(0).normal(size=(k, n)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "tiny",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])],
+                              [numpy_helper.from_array(w, "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(tmp_path / "fp32.onnx"))
+    live_model.quantize(tmp_path / "fp32.onnx", tmp_path / "int.onnx")
+    model = onnx.load(str(tmp_path / "int.onnx"))
+    node = next(x for x in model.graph.node if x.op_type == "MatMulNBits")
+    stored = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    b, scale = stored[node.input[1]].astype(np.float64), stored[node.input[2]].reshape(n, k // block, 1)
+    most = 2 ** (live_model.MATRIX_BITS - 1) - 1
+    assert b.min() >= 128 - most and b.max() <= 128 + most and len(np.unique(b)) > most  # the levels, used
+    numbers = ((b - 128) * scale).reshape(n, k).T  # (K, N), as the runtime reads them
+    assert np.abs(numbers - w).max() <= scale.max() / 2 * (1 + 1e-6)
+    x = np.random.default_rng(1).normal(size=(1, k)).astype(np.float32)
+    y = ort.InferenceSession(str(tmp_path / "int.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert np.allclose(y, x.astype(np.float64) @ numbers, atol=1e-4)
