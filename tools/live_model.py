@@ -90,7 +90,7 @@ matrices              body gzipped  lesson 7's  lesson 1     help-desk,   help-d
 ====================  ============  ==========  ===========  ===========  ==============
 
 So the matrices have 7-bit numbers: 1.3 MB less to send for lesson 1 (0.5 s at 20 Mbit/s) and
-1.9 MB for lesson 7, within the bar; what the cost is: near-ties swap more often (of the 327
+1.9 MB for lesson 7, within the bar, at a cost: near-ties swap more often (of the 327
 questions, 46 have their top 3 in another order than sentence-transformers', against 41 with 8
 bits; 27 and 26 another set). Every export is checked against the
 sentence-transformers model it came from before anything is written: the fp32 export within
@@ -154,7 +154,7 @@ LESSON7_SETTINGS = {"model": "minilm", "device": "cpu", "epochs": 4, "batch_size
 POOLING_PAIR = ("A cat sleeps on the mat.", "My kitten is asleep on the soft rug by the kitchen door.")
 
 FP32_TOLERANCE = 1e-4  # the fp32 export against sentence-transformers (measured: about 2e-7)
-INT8_TOLERANCE = 0.03  # the 8-bit export against sentence-transformers (measured: about 0.011)
+INT8_TOLERANCE = 0.03  # the integer export against sentence-transformers (measured: about 0.011)
 NBITS_BLOCK = 128  # numbers per scale of the layers' matrices
 MATRIX_BITS = 7  # levels of the layers' matrices: 2**7 - 1 = 127, held in MatMulNBits' 8-bit bytes
 TABLE_ROWS = 64  # token-table rows per file the page fetches (24,576 bytes): a question needs about 8 such files
