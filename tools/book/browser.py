@@ -18,8 +18,9 @@ an output's first line) and by how much:
   FIGURE_MIN_PT times the drawn width over the figure's width in points). Mermaid labels are at
   least 10 px as drawn (`mermaid-text`). Display math is not drawn much smaller than the
   page's inline math where it would fit at that size (`math-size`). No display equation is wider
-  than its column, no diagram drawn below MERMAID_MIN of its natural size, and the page does
-  not scroll sideways;
+  than its column, no diagram drawn below MERMAID_MIN of its natural size, the page does
+  not scroll sideways, and nothing is wider than its lesson cell (`cell-cut`: a cell is laid out
+  apart, course.css, so it clips what overflows it instead of letting the page scroll);
 - at 1280 px, no code block scrolls sideways (inside an element with class `wide` or a cell
   tagged `wide`, it may);
 - at any width: no raw TeX in the text (`raw-tex`: `$$`, a `$...$` pair, or a TeX command such

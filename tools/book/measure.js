@@ -144,6 +144,26 @@ window.bookCheck = (() => {
       out.push({rule: 'page-scroll', text: `the page scrolls sideways (${page} px wide in ${window.innerWidth}): `
                + culprits.join('; ')});
     }
+    // A lesson's cell is laid out apart (content-visibility: auto, course.css), so what is wider than
+    // the cell does not make the page scroll: the cell cuts it, and its scrollWidth does not show it.
+    for (const cell of article.querySelectorAll('div.cell')) {
+      const box = cell.getBoundingClientRect();
+      const loose = e => {  // nothing between it and the cell would scroll or clip it
+        for (let a = e.parentElement; a && a !== cell; a = a.parentElement) {
+          if (getComputedStyle(a).overflowX !== 'visible') return false;
+        }
+        return true;
+      };
+      const over = [...cell.querySelectorAll('*')].filter(e => {
+        const r = e.getBoundingClientRect();
+        return r.width > 0 && (r.right > box.right + 1 || r.left < box.left - 1);
+      }).filter(loose);
+      if (over.length) {
+        out.push({rule: 'cell-cut', text: `cut by its cell (${Math.round(box.width)} px wide): `
+                 + over.slice(0, 3).map(e => `<${e.tagName.toLowerCase()} class="${e.className}"> `
+                   + `${Math.round(e.getBoundingClientRect().width)} px near "${near(e, article)}"`).join('; ')});
+      }
+    }
     return out;
   };
 
