@@ -426,7 +426,7 @@ def fewer_levels(model, fp32, bits: int) -> None:
 
 
 def split_table(model: Path, out: Path, folder: Path, limit: int) -> dict:
-    """The 8-bit ``model`` in two parts, as the page fetches it: ``out/body_quantized.onnx``, the model
+    """The integer ``model`` in two parts, as the page fetches it: ``out/body_quantized.onnx``, the model
     without its token table (30,522 x 384 8-bit numbers, half the file), which takes the table's rows of
     a text's tokens (uint8 (B, T, D), the input the table's lookup fed) in place of the token ids, and
     ``out/table/``: the table's rows, TABLE_ROWS a file (``0000.bin``, ...: raw uint8, row after row),

@@ -129,17 +129,18 @@ window.bookCheck = (() => {
                  + `of its natural size (at least ${mermaidMin})`});
       }
     }
+    // Nothing between e and top (the page, or its cell) would scroll or clip it.
+    const unclipped = (e, top) => {
+      for (let a = e.parentElement; a && a !== top; a = a.parentElement) {
+        if (getComputedStyle(a).overflowX !== 'visible') return false;
+      }
+      return true;
+    };
     const page = document.documentElement.scrollWidth;
     if (page > window.innerWidth + 1) {
-      const unclipped = e => {  // nothing between it and the page would scroll or clip it
-        for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
-          if (getComputedStyle(a).overflowX !== 'visible') return false;
-        }
-        return true;
-      };
       const culprits = [...document.body.querySelectorAll('*')]
         .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && e.getBoundingClientRect().width > 0)
-        .filter(unclipped)
+        .filter(e => unclipped(e, document.body))
         .slice(0, 3).map(e => `<${e.tagName.toLowerCase()} class="${e.className}"> near "${near(e, article)}"`);
       out.push({rule: 'page-scroll', text: `the page scrolls sideways (${page} px wide in ${window.innerWidth}): `
                + culprits.join('; ')});
@@ -148,16 +149,10 @@ window.bookCheck = (() => {
     // the cell does not make the page scroll: the cell cuts it, and its scrollWidth does not show it.
     for (const cell of article.querySelectorAll('div.cell')) {
       const box = cell.getBoundingClientRect();
-      const loose = e => {  // nothing between it and the cell would scroll or clip it
-        for (let a = e.parentElement; a && a !== cell; a = a.parentElement) {
-          if (getComputedStyle(a).overflowX !== 'visible') return false;
-        }
-        return true;
-      };
       const over = [...cell.querySelectorAll('*')].filter(e => {
         const r = e.getBoundingClientRect();
         return r.width > 0 && (r.right > box.right + 1 || r.left < box.left - 1);
-      }).filter(loose);
+      }).filter(e => unclipped(e, cell));
       if (over.length) {
         out.push({rule: 'cell-cut', text: `cut by its cell (${Math.round(box.width)} px wide): `
                  + over.slice(0, 3).map(e => `<${e.tagName.toLowerCase()} class="${e.className}"> `
