@@ -396,6 +396,18 @@ def test_one_check_vocabulary_under_both_wings():
         assert list(inspect.signature(check).parameters)[:2] == ["value", "name"], check.__name__
 
 
+def test_no_public_name_is_defined_twice_in_labs():
+    """One module defines each public function or class. Two spellings are allowed by name: each
+    command's ``main``, and validate.py's name-first words, which the two FROZEN modules call."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(LABS.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(str(path.relative_to(LABS.parent)))
+    twice = {name: paths for name, paths in where.items() if len(paths) > 1 and name != "main"}
+    assert twice == {name: ["labs/checks.py", "labs/retrieval/validate.py"] for name in ("ids", "integer", "texts")}
+
+
 def test_the_number_choice_and_text_words_never_import_numpy():
     """The command line refuses a flag through these words before NumPy loads (it stays quick):
     a value can be a NumPy object only once NumPy is imported, so they never import it."""

@@ -61,7 +61,7 @@ __all__ = [
     "TRAIN_TOPICS", "UNSEEN_TOPICS", "INTENTS", "QUESTION_TEMPLATES", "CARD_TEMPLATES", "PROBE_QUERY",
     "tokenize", "build_vocab", "bag_of_words", "card", "make_triples",
     "normalize_rows", "normalize_backward", "info_nce_grads", "encoder_loss_and_grad",
-    "finite_difference_check", "autograd_check",
+    "encoder_finite_difference_check", "autograd_check",
     "BiEncoder", "first_batch", "train_bi_encoder", "look_alike_accuracy", "topic_accuracy", "seed_sweep",
     "SLIDER_SEED",
 ]
@@ -269,7 +269,7 @@ _SEED = partial(integer, minimum=0)
 
 
 @arguments(seed=_SEED, tau=temperature, eps=positive)
-def finite_difference_check(seed: int = 0, eps: float = 1e-6, tau: float = 0.5) -> float:
+def encoder_finite_difference_check(seed: int = 0, eps: float = 1e-6, tau: float = 0.5) -> float:
     """Largest |hand gradient - central finite difference| over every entry of W (6, 4)."""
     Xq, Xp, W = _gradient_problem(seed)
     _, dW = encoder_loss_and_grad(W, Xq, Xp, tau)

@@ -111,7 +111,7 @@ CASES: dict[str, tuple[Callable, Callable[[], dict], tuple[str, ...]]] = {
                                                           steps=2, tau=0.05, lr=0.5), ()),
     "train_adapter_torch": (adapter.train_adapter_torch, lambda: dict(zip("QPL", _adapter_set()[:3]),
                                                                       plan=_adapter_set()[3], steps=2), ()),
-    "adapter.finite_difference_check": (adapter.finite_difference_check, lambda: {"seed": 0, "eps": 1e-6, "tau": 0.5},
+    "finite_difference_check": (adapter.finite_difference_check, lambda: {"seed": 0, "eps": 1e-6, "tau": 0.5},
                                         ()),
     "look_alike_wins": (adapter.look_alike_wins, lambda: dict(W=np.eye(6), **dict(zip("QPL", _adapter_set()[:3]))),
                         ()),
@@ -188,8 +188,8 @@ CASES: dict[str, tuple[Callable, Callable[[], dict], tuple[str, ...]]] = {
     "encoder_loss_and_grad": (hard_negatives.encoder_loss_and_grad,
                               lambda: {"W": np.random.default_rng(0).normal(size=(5, 3)),
                                        "Xq": np.eye(5)[:3], "Xp": np.eye(5)[2:], "tau": 0.1}, ()),
-    "hard_negatives.finite_difference_check": (hard_negatives.finite_difference_check,
-                                               lambda: {"seed": 0, "eps": 1e-6, "tau": 0.5}, ()),
+    "encoder_finite_difference_check": (hard_negatives.encoder_finite_difference_check,
+                                        lambda: {"seed": 0, "eps": 1e-6, "tau": 0.5}, ()),
     "autograd_check": (hard_negatives.autograd_check, lambda: {"seed": 0, "tau": 0.5}, ()),
     "first_batch": (hard_negatives.first_batch, lambda: {"hard_negatives": True, "seed": 0, "batch": 4, "dim": 4}, ()),
     "train_bi_encoder": (hard_negatives.train_bi_encoder, lambda: {"hard_negatives": False, "seed": 0, "steps": 2,
@@ -326,8 +326,7 @@ def _public() -> dict[str, object]:
         for name in getattr(module, "__all__", ()):
             obj = getattr(module, name)
             if inspect.isfunction(obj) or inspect.isclass(obj):
-                key = f"{info.name}.{name}" if name == "finite_difference_check" else name
-                found[key] = obj
+                found[name] = obj
     return found
 
 

@@ -47,7 +47,7 @@ def test_mean_gap_between_the_two_models(sweep):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_hand_gradient_matches_finite_differences(seed):
-    assert hn.finite_difference_check(seed) <= 1e-6
+    assert hn.encoder_finite_difference_check(seed) <= 1e-6
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -384,8 +384,8 @@ def test_text_and_model_arguments_are_refused_by_name(call, match):
     (lambda: hn.seed_sweep([0, -1]), "seeds must be an integer >= 0"),
     (lambda: hn.seed_sweep([0], lr=0), "lr must be a finite number > 0"),
     (lambda: hn.seed_sweep([0], checkpoints=[0]), "seed_sweep passes only steps, batch, tau, lr, dim"),
-    (lambda: hn.finite_difference_check(eps=0), "eps must be a finite number > 0"),
-    (lambda: hn.finite_difference_check(seed="a"), "seed must be an integer >= 0"),
+    (lambda: hn.encoder_finite_difference_check(eps=0), "eps must be a finite number > 0"),
+    (lambda: hn.encoder_finite_difference_check(seed="a"), "seed must be an integer >= 0"),
     (lambda: hn.autograd_check(seed=-1), "seed must be an integer >= 0"),
 ], ids=["first-hard", "first-seed", "first-batch", "first-dim", "train-seed-float", "train-lr-string",
         "train-checkpoints-int", "sweep-int", "sweep-negative", "sweep-lr", "sweep-checkpoints", "fd-eps",
