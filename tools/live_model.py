@@ -1,136 +1,67 @@
 """The book's in-page model, built from what is installed: ``python -m tools.live_model [OUT]``.
 
-The HTML book runs a real embedding model in the reader's browser (the live demos: a search box,
-pooling, the fine-tuned model beside the untouched one). This builds everything those pages
-fetch, from the installed packages alone, into OUT (default ``_live``, never committed):
+The HTML book's live demos run a real embedding model in the reader's browser. This builds every
+file those pages fetch into OUT (default ``_live``, never committed):
 
-==================================  ==========================================================
-OUT/site/live/                      copied into the built book by Sphinx (``html_extra_path``)
-  models/minilm/                    the packaged all-MiniLM-L6-v2 (integer weights: `quantize`) in
-                                    two parts (`split_table`): ``onnx/body_quantized.onnx.gz``, all but
-                                    the token table (11.9 MB, gzipped to 9.2: static hosts serve
-                                    ``.onnx`` as it is; the worker inflates it), and ``table/``, the
-                                    table's 30,522 rows of 384 8-bit numbers in files of TABLE_ROWS
-                                    rows with their ``index.json``: the page fetches only the files
-                                    holding its texts' tokens (a question: about 8 files, 0.2 MB)
-  models/minilm-helpdesk/           the same, fine-tuned the way lesson 7 fine-tunes it; its body
-                                    goes as ``onnx/body_quantized.delta.gz`` (`_delta`): the bytes
-                                    to add to the untouched body, which lesson 7 fetches anyway
-                                    (1.25 MB gzipped, against 9.2 for the whole body)
-  tokenizer/                        ``tokenizer.json``, ``tokenizer_config.json``: one for both
-                                    models (fine-tuning leaves the vocabulary as it was)
-  vectors/*.f32                     the document vectors of each search set under each model
-                                    (float32, little-endian, one unit row per document), made by
-                                    the same integer models, so the page embeds only the question
-  vectors/lookalike-minilm.f32      lesson 5's look-alike set as its experiment embeds it
-                                    (`build_lookalike`: sentence-transformers' float32 vectors,
-                                    which Python trains on as float64), for the adapter demo
-  runtime/                          transformers.js's web build and onnxruntime-web's plain
-                                    (non-asyncify) wasm pair, from node_modules (package-lock.json)
-  manifest.json                     every file the page fetches on use, with its size and SHA-256,
-                                    and the search sets (ids, texts)
-  stored.js                         the stored example results (classic script: shown where the
-                                    page cannot run the model, file:// included)
-  demos.js, model.mjs, worker.mjs,  the page side, copied from book/live/ (worker.mjs: the model's
-  maths.mjs, live.css, ...          own thread; maths.mjs: the demos' arithmetic; adapter.mjs:
-                                    lesson 5's adapter, trained in the page)
-  maths.js                          maths.mjs as a classic script, for demos.js
-OUT/work/                           the fp32 exports, the fine-tuned sentence-transformers folder
-                                    (the browser tests compare against them), each integer model's
-                                    two parts (``split/``) and the stamps
-==================================  ==========================================================
+=========================  ==================================================================
+OUT/site/live/             copied into the built book by Sphinx (``html_extra_path``)
+  models/minilm/           all-MiniLM-L6-v2 with integer weights (`quantize`), in two parts
+                           (`split_table`): the body gzipped, and the token table's rows in
+                           files the page fetches only as its texts' tokens need them
+  models/minilm-helpdesk/  the same fine-tuned as lesson 7 does it; its body goes as `_delta`
+                           from the untouched one, which lesson 7 fetches anyway
+  tokenizer/               one for both models (fine-tuning leaves the vocabulary as it was)
+  vectors/*.f32            the search sets' document vectors by the same integer models, so
+                           the page embeds only the question; ``lookalike-minilm.f32``: lesson
+                           5's look-alike set as its experiment embeds it (`build_lookalike`)
+  runtime/                 transformers.js's web build and onnxruntime-web's wasm pair, from
+                           node_modules (package-lock.json)
+  manifest.json            every file the page fetches, with its size and SHA-256; the sets
+  stored.js                the stored example results, shown where the page cannot run the
+                           model (file:// included)
+  PAGE_FILES, maths.js     the page side from book/live/ (maths.js: `classic_maths`)
+OUT/work/                  the fp32 exports and the fine-tuned folder (the browser tests compare
+                           against them), each integer model's parts (``split/``), the stamps
+=========================  ==================================================================
 
-The export: ``torch.onnx.export`` (dynamo, opset 18) of the BertModel wrapped to return
-``last_hidden_state``, with dynamic batch and sequence. Then its weights become integers
-(`quantize`): the embedding tables by onnxruntime's ``quantize_dynamic`` (asked for int8 per
-channel, it gives each lookup table uint8 with one scale and zero point for the whole table),
-every matrix of the layers by its ``MatMulNBitsQuantizer`` (8 bits, symmetric, one scale per
-block of 128 numbers), which keeps the activations in float32. The same file size as
-``quantize_dynamic`` on everything (23.7 MB), but that one also rounds every activation to 8 bits
-on the fly, and its cosines moved up to 0.054 from sentence-transformers' on the help-desk
-questions against 0.016 here.
+The export is ``torch.onnx.export`` (dynamo, opset 18) of the BertModel returning
+``last_hidden_state``, checked against the sentence-transformers model it came from before
+anything is written (FP32_TOLERANCE, and INT8_TOLERANCE after `quantize`).
 
-Smaller forms, measured on 2026-12-06 (onnxruntime 1.32; onnxruntime-web's wasm build runs both
-4-bit operators, ``MatMulNBits`` and ``GatherBlockQuantized``): the worst cosine difference
-from sentence-transformers in float32, all-MiniLM-L6-v2, lesson 1's 85 articles against 51
-questions (the browser tests' texts and lesson 1's help questions); the bar is 0.03:
-
-=================================================  =========  ===========
-token table / layers' matrices                     MB         worst cos
-=================================================  =========  ===========
-int8 per channel / 8-bit, block 128 (kept)         23.7       0.019
-int8 per channel / 4-bit, block 32, 64, 128        19.4-18.4  0.11-0.13
-4-bit symmetric, block 32 / 4-bit, block 32        14.9       0.127
-4-bit symmetric, block 32, 64, 128 / 8-bit         19.2-18.1  0.048-0.051
-4-bit with zero points, block 32 / 8-bit           19.4       0.033
-4-bit with zero points, block 16 / 8-bit           21.1       0.022
-=================================================  =========  ===========
-
-The last row, built and checked in the browser, moved one cosine of lesson 7's help-desk set (the
-untouched model's) by 0.036:
-no 4-bit form holds the bar. 4-bit matrices move the cosines four times past it; the 30,522 x
-384 token table (11.7M of the 22.7M numbers) needs blocks of 16 with zero points to come near it,
-and then saves 2.6 MB.
-
-Fewer levels in the same container, measured on 2026-12-07 (`fewer_levels`: the layers' matrices
-rounded to 2**k - 1 levels a block of 128, held in MatMulNBits' 8-bit bytes, so the runtime is
-unchanged; the token table as before). Gzip sends the body (11.9 MB as it is) in fewer bytes. Worst
+MATRIX_BITS = 7 is the fewest levels within INT8_TOLERANCE (0.03), measured 2026-12-07: the worst
 cosine difference from sentence-transformers in float32 over lesson 1's 85 articles against 327
-questions (every help question, the examples and the browser tests' texts) and over lesson 7's
-help-desk set (60 articles, 180 questions) for the untouched and the fine-tuned model:
+questions and over lesson 7's help-desk set (60 articles, 180 questions):
 
-====================  ============  ==========  ===========  ===========  ==============
-matrices              body gzipped  lesson 7's  lesson 1     help-desk,   help-desk,
-                      (MB)          delta (MB)               untouched    fine-tuned
-====================  ============  ==========  ===========  ===========  ==============
-8-bit (the quantizer)  10.51        1.81        0.019        0.016        0.013
-7 bits (kept)           9.20        1.25        0.020        0.018        0.024
-6 bits                  8.09        0.90        0.038        0.028        0.032
-5 bits                  7.12        0.67        0.068        0.072        0.066
-====================  ============  ==========  ===========  ===========  ==============
+====================  ============  ==========  ========  ===========  ==========
+matrices              body gzipped  lesson 7's  lesson 1  help-desk,   help-desk,
+                      (MB)          delta (MB)            untouched    fine-tuned
+====================  ============  ==========  ========  ===========  ==========
+8 bits                 10.51        1.81        0.019     0.016        0.013
+7 bits (kept)           9.20        1.25        0.020     0.018        0.024
+6 bits                  8.09        0.90        0.038     0.028        0.032
+5 bits                  7.12        0.67        0.068     0.072        0.066
+====================  ============  ==========  ========  ===========  ==========
 
-So the matrices have 7-bit numbers: 1.3 MB less to send for lesson 1 (0.5 s at 20 Mbit/s) and
-1.9 MB for lesson 7, within the bar, at a cost: near-ties swap more often (of the 327
-questions, 46 have their top 3 in another order than sentence-transformers', against 41 with 8
-bits; 27 and 26 another set). Every export is checked against the
-sentence-transformers model it came from before anything is written: the fp32 export within
-FP32_TOLERANCE, the integer one within INT8_TOLERANCE (largest difference of normalized vectors on
-CHECK_TEXTS).
+(4-bit forms, MatMulNBits or GatherBlockQuantized, moved the cosines by 0.033 to 0.13 on 2026-12-06.)
 
-What the page fetches of the integer model, measured on 2026-12-07: the token table is 11.7 of its
-23.7 MB (it gzips to 8.0), yet the documents' vectors are stored, so a page only ever runs the
-model on the reader's own texts and needs only their tokens' rows. So the model goes to the page
-in two parts (`split_table`): the body (11.9 MB, 9.2 gzipped), which takes the table's rows in
-place of the token ids, and the table in 477 files of TABLE_ROWS rows (24,576 bytes each), of
-which lesson 1's 164 help questions touch 8 on average (12 at most: about 0.2 MB) and its
-articles 15. The rows are the table's own bytes, its scale and zero point stay in the body, so
-the numbers are the whole model's: `split_table` checks that the token vectors are equal, exactly.
-Fine-tuning moved every row of the float table (weight decay), by at most 5.4e-4, less than one
-step of the 8-bit table (0.0061): after rounding, 6,575 of the 30,522 rows and 459 of the 477
-files differ, so lesson 7's model has a table of its own, and its comparison fetches a question's
-rows under each model.
-
-The fine-tuned model is trained by ``labs.retrieval.training.train`` with lesson 7's CPU settings
-(LESSON7_SETTINGS; tests/tools/test_live_model.py holds them to the notebook's training cell) on
-the help-desk fixture, seed 0, deterministic kernels.
-
-Incremental: each of the two models has a stamp (the versions of every package involved, the
-SHA-256 of the weights, of this file and of the code and data that shape it); a model whose
-stamp is unchanged is not rebuilt, and a second run only re-assembles OUT/site (a second or so).
-Nothing is half-written: each model is built in a scratch folder and moved into place whole,
-the site is assembled beside the old one and swapped in, and a second build of the same OUT
-at the same time is refused at once.
+Incremental: each model has a stamp (the package versions, the SHA-256 of the weights and of the
+code and data that shape it) and is rebuilt only when it changes, in a scratch folder moved into
+place whole; the site is assembled beside the old one and swapped in; a second build of the same
+OUT at the same time is refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import hashlib
 import importlib.metadata as metadata
+import inspect
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import time
@@ -149,12 +80,12 @@ NODE_MODULES = ROOT / "node_modules"
 #: Lesson 7's training run on a CPU (notebooks/07_finetuning.ipynb: MODEL "minilm", LR 5e-5).
 LESSON7_SETTINGS = {"model": "minilm", "device": "cpu", "epochs": 4, "batch_size": 16, "lr": 5e-5, "seed": 0}
 
-#: The pooling demo's two sentences before the reader types: of different lengths, so that
-#: the shorter one is padded and the two means (with and without the mask) differ.
+#: The pooling demo's two sentences: of different lengths, so that the shorter one is padded and
+#: the two means (with and without the mask) differ.
 POOLING_PAIR = ("A cat sleeps on the mat.", "My kitten is asleep on the soft rug by the kitchen door.")
 
-FP32_TOLERANCE = 1e-4  # the fp32 export against sentence-transformers (measured: about 2e-7)
-INT8_TOLERANCE = 0.03  # the integer export against sentence-transformers (measured: about 0.011)
+FP32_TOLERANCE = 1e-4  # the fp32 export against sentence-transformers
+INT8_TOLERANCE = 0.03  # the integer export against sentence-transformers
 NBITS_BLOCK = 128  # numbers per scale of the layers' matrices
 MATRIX_BITS = 7  # levels of the layers' matrices: 2**7 - 1 = 127, held in MatMulNBits' 8-bit bytes
 TABLE_ROWS = 64  # token-table rows per file the page fetches (24,576 bytes): a question needs about 8 such files
@@ -174,8 +105,8 @@ RUNTIME = {
     "ort-wasm-simd-threaded.wasm": "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm",
     "LICENSE-transformers.js.txt": "@huggingface/transformers/LICENSE",  # onnxruntime-web ships none (MIT)
 }
-#: An import map would do the same, but it must come before any module on the page (mermaid's is
-#: earlier on some pages); a relative specifier works on every page.
+#: Not an import map: that must come before any module on the page (mermaid's is earlier on some
+#: pages); a relative specifier works on every page.
 IMPORTS = {'from"onnxruntime-common"': 'from"./ort.wasm.bundle.min.mjs"',
            'from"onnxruntime-web/webgpu"': 'from"./ort.wasm.bundle.min.mjs"'}
 
@@ -196,15 +127,8 @@ class BuildError(RuntimeError):
 
 
 def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _versions() -> dict[str, str]:
-    return {name: metadata.version(name) for name in PACKAGES}
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _say(text: str) -> None:
@@ -213,31 +137,29 @@ def _say(text: str) -> None:
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """The exporter's and quantizer's chatter (progress lines, advice, optional torchvision) kept
-    off the build's output; errors still raise."""
-    import onnxruntime.quantization.matmul_nbits_quantizer  # noqa: F401  (its import configures the root logger)
-
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
-    names = ("torch.onnx", "torch._dynamo", "torch.export", "onnxscript", "onnx_ir",
-             "onnxruntime.quantization.matmul_nbits_quantizer", "onnxruntime")
-    levels = {n: logging.getLogger(n).level for n in names}
-    for n in names:
-        logging.getLogger(n).setLevel(logging.ERROR)
+    """The exporter's and quantizers' chatter (logs, warnings, prints) kept off the output; errors still raise."""
+    logging.disable(logging.WARNING)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
             warnings.simplefilter("ignore")
-            with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
-                yield
+            yield
     finally:
-        root.setLevel(level)
-        for n, lv in levels.items():
-            logging.getLogger(n).setLevel(lv)
+        logging.disable(logging.NOTSET)
 
 
 def _write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+def _write_gz(path: Path, data: bytes) -> None:
+    path.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+
+
+def _scratch(folder: Path) -> Path:
+    scratch = folder.with_name(folder.name + ".new")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    return scratch
 
 
 def _replace_folder(built: Path, folder: Path) -> None:
@@ -250,11 +172,34 @@ def _replace_folder(built: Path, folder: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _scratch(folder: Path) -> Path:
-    scratch = folder.with_name(folder.name + ".new")
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
-    return scratch
+def _up_to_date(folder: Path, stamp: dict) -> bool:
+    try:
+        return json.loads((folder / "stamp.json").read_text()) == json.loads(json.dumps(stamp))
+    except (OSError, ValueError):
+        return False
+
+
+def _rebuild(folder: Path, stamp: dict, make) -> dict | None:
+    """``make(scratch)``'s result, its folder moved into place whole with ``stamp``; None (nothing done)
+    when ``folder``'s stamp is ``stamp`` already."""
+    if _up_to_date(folder, stamp):
+        return None
+    scratch = _scratch(folder)
+    try:
+        result = make(scratch)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    _write_json(scratch / "stamp.json", stamp)
+    _replace_folder(scratch, folder)
+    return result
+
+
+def _code(*parts) -> str:
+    """SHA-256 of the source of the functions and the values that make a model: an edit elsewhere in
+    this file (the site's assembly) rebuilds nothing."""
+    text = "\n".join(inspect.getsource(p) if callable(p) else repr(p) for p in parts)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # ---- the model in Python, as the page runs it ---------------------------------------------
@@ -282,11 +227,15 @@ class OnnxEncoder:
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
         self.limit = limit
 
+    def _feed(self, ids: np.ndarray) -> dict:
+        return {"input_ids": ids}
+
     def grid(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(token vectors (B, T, D) float32, attention mask (B, T), token ids (B, T)), padded to the longest."""
         enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.limit, return_tensors="np")
-        feed = {name: enc[name].astype(np.int64) for name in ("input_ids", "attention_mask", "token_type_ids")}
-        return self.session.run(["last_hidden_state"], feed)[0], feed["attention_mask"], feed["input_ids"]
+        ids, mask = enc["input_ids"].astype(np.int64), enc["attention_mask"].astype(np.int64)
+        feed = {**self._feed(ids), "attention_mask": mask, "token_type_ids": enc["token_type_ids"].astype(np.int64)}
+        return self.session.run(["last_hidden_state"], feed)[0], mask, ids
 
     def encode(self, texts: Sequence[str], batch_size: int = 16) -> np.ndarray:
         """Unit vectors (n, D) float64: the masked mean of the token vectors, normalized."""
@@ -308,13 +257,8 @@ class RowsEncoder(OnnxEncoder):
         self.table = table
         self.rows_input = rows_input
 
-    def grid(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(token vectors (B, T, D) float32, attention mask (B, T), token ids (B, T)), padded to the longest."""
-        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.limit, return_tensors="np")
-        ids = enc["input_ids"].astype(np.int64)
-        feed = {self.rows_input: self.table[ids], "attention_mask": enc["attention_mask"].astype(np.int64),
-                "token_type_ids": enc["token_type_ids"].astype(np.int64)}
-        return self.session.run(["last_hidden_state"], feed)[0], feed["attention_mask"], ids
+    def _feed(self, ids: np.ndarray) -> dict:
+        return {self.rows_input: self.table[ids]}
 
 
 def ranking(vectors: np.ndarray, query: np.ndarray, ids: Sequence[str], k: int = TOP_K) -> list[dict]:
@@ -370,8 +314,8 @@ def export(folder: Path, out: Path) -> dict:
                              f"(allowed {tolerance:g}): the page would not compute what the lessons compute")
         checks[name] = worst
 
-    # What transformers.js reads beside the model (its own loader would too): the tokenizer, with
-    # the length limit the sentence-transformers model applies, and the model's config.
+    # What transformers.js reads beside the model: the tokenizer, with the sentence-transformers
+    # model's length limit, and the model's config.
     shutil.copyfile(folder / "tokenizer.json", out / "tokenizer.json")
     config = json.loads((folder / "tokenizer_config.json").read_text())
     config.update(model_max_length=limit, tokenizer_class="BertTokenizer")
@@ -381,9 +325,10 @@ def export(folder: Path, out: Path) -> dict:
 
 
 def quantize(fp32: Path, out: Path) -> None:
-    """Integer weights: the embedding tables (Gather) by ``quantize_dynamic`` (8 bits, per channel), then
-    the layers' matrices by ``MatMulNBitsQuantizer`` (8-bit container, symmetric, NBITS_BLOCK numbers a
-    scale), their numbers then rounded to MATRIX_BITS (`fewer_levels`)."""
+    """Integer weights: the embedding tables (Gather) by ``quantize_dynamic`` (8 bits, per channel, which
+    gives each table one scale and zero point), then the layers' matrices by ``MatMulNBitsQuantizer``
+    (8-bit container, symmetric, NBITS_BLOCK numbers a scale), rounded to MATRIX_BITS (`fewer_levels`).
+    Not ``quantize_dynamic`` on the matrices too: it rounds every activation to 8 bits as well."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
@@ -427,13 +372,12 @@ def fewer_levels(model, fp32, bits: int) -> None:
 
 def split_table(model: Path, out: Path, folder: Path, limit: int) -> dict:
     """The integer ``model`` in two parts, as the page fetches it: ``out/body_quantized.onnx``, the model
-    without its token table (30,522 x 384 8-bit numbers, half the file), which takes the table's rows of
-    a text's tokens (uint8 (B, T, D), the input the table's lookup fed) in place of the token ids, and
-    ``out/table/``: the table's rows, TABLE_ROWS a file (``0000.bin``, ...: raw uint8, row after row),
-    listed in ``index.json`` with each file's SHA-256, the input's name and the table's shape. The
-    numbers are the model's own (the scale and zero point stay in the body), so the page computes what
-    the whole model computes: checked here, the same token vectors exactly on CHECK_TEXTS (tokenizer
-    from ``folder``, texts cut at ``limit``). Returns the index."""
+    without its token table (half the file), which takes the table's rows of a text's tokens (uint8
+    (B, T, D), the input the table's lookup fed) in place of the token ids, and ``out/table/``: the
+    table's rows, TABLE_ROWS a file (``0000.bin``, ...: raw uint8, row after row), listed in
+    ``index.json`` with each file's SHA-256, the input's name and the table's shape. The scale and zero
+    point stay in the body, so the numbers are the whole model's: checked here, the same token vectors
+    exactly on CHECK_TEXTS (tokenizer from ``folder``, texts cut at ``limit``). Returns the index."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -472,12 +416,11 @@ def split_table(model: Path, out: Path, folder: Path, limit: int) -> dict:
 
     whole = OnnxEncoder(model, folder, limit)
     parts = RowsEncoder(out / "body_quantized.onnx", folder, limit, load_table(files / "index.json"), rows_input)
-    for texts in ([t] for t in CHECK_TEXTS), [list(CHECK_TEXTS)]:  # each alone, and padded in one batch
-        for batch in texts:
-            want, got = whole.grid(batch)[0], parts.grid(batch)[0]
-            if not np.array_equal(want, got):
-                raise BuildError(f"{out / 'body_quantized.onnx'} with its table's rows differs from {model} by "
-                                 f"{float(np.abs(want - got).max()):.2g}: the split must not change a number")
+    for batch in [[t] for t in CHECK_TEXTS] + [list(CHECK_TEXTS)]:  # each alone, and padded in one batch
+        want, got = whole.grid(batch)[0], parts.grid(batch)[0]
+        if not np.array_equal(want, got):
+            raise BuildError(f"{out / 'body_quantized.onnx'} with its table's rows differs from {model} by "
+                             f"{float(np.abs(want - got).max()):.2g}: the split must not change a number")
     return index
 
 
@@ -496,24 +439,35 @@ def load_table(index_file: Path) -> np.ndarray:
     return table.reshape(index["rows"], index["dim"])
 
 
-def _split(work: Path) -> Path:
-    """``work/split``: `split_table` of the model built in ``work`` (made again when that model or the
-    split's code changed; a stamp says which)."""
+def _delta(base: Path, body: Path) -> Path | None:
+    """``body_quantized.delta.gz`` beside ``body``: what to add to ``base``'s bytes, byte by byte modulo
+    256, to make ``body``'s, gzipped; None when the two differ in length. Fine-tuning leaves most
+    integer weights as they were, so the difference is mostly zeros."""
+    a, b = np.fromfile(base, dtype=np.uint8), np.fromfile(body, dtype=np.uint8)
+    if a.shape != b.shape:
+        return None
+    out = body.with_name("body_quantized.delta.gz")
+    _write_gz(out, (b - a).tobytes())
+    return out
+
+
+def _split(work: Path, base: Path | None = None) -> Path:
+    """``work/split``: `split_table` of the model built in ``work``, its body gzipped or, given the
+    untouched body ``base``, as `_delta` from it; made again when the model, ``base`` or this code changed."""
     model = work / "model_quantized.onnx"
-    stamp = {"model": sha256(model), "code": _code(split_table, load_table, OnnxEncoder, RowsEncoder, TABLE_ROWS, WORD_TABLE, CHECK_TEXTS)}
-    folder = work / "split"
-    if _up_to_date(folder, stamp):
-        return folder
-    checks = json.loads((work / "checks.json").read_text())
-    scratch = _scratch(folder)
-    try:
-        split_table(model, scratch, work, checks["max_tokens"])  # work holds the tokenizer files the page reads
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    _write_json(scratch / "stamp.json", stamp)
-    _replace_folder(scratch, folder)
-    return folder
+    code = _code(split_table, load_table, OnnxEncoder, RowsEncoder, _delta, _write_gz, TABLE_ROWS, WORD_TABLE, CHECK_TEXTS)
+    stamp = {"model": sha256(model), "base": base and sha256(base), "code": code}
+
+    def make(split: Path) -> dict:
+        # work holds the tokenizer files the page reads
+        index = split_table(model, split, work, json.loads((work / "checks.json").read_text())["max_tokens"])
+        body = split / "body_quantized.onnx"
+        if not (base and _delta(base, body)):
+            _write_gz(body.with_name(body.name + ".gz"), body.read_bytes())
+        return index
+
+    _rebuild(work / "split", stamp, make)
+    return work / "split"
 
 
 # ---- the two models ------------------------------------------------------------------------
@@ -525,20 +479,11 @@ def _minilm_folder() -> Path:
     return Path(minilm_path())
 
 
-def _code(*parts) -> str:
-    """SHA-256 of the source of the functions and the values that make a model: an edit elsewhere in
-    this file (the site's assembly) rebuilds nothing."""
-    import inspect
-
-    text = "\n".join(inspect.getsource(p) if callable(p) else repr(p) for p in parts)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _stamp_minilm() -> dict:
     folder = _minilm_folder()
     code = _code(export, quantize, OnnxEncoder, ranking, build_minilm, pooling_numbers, max_tokens, POOLING_PAIR,
                  TOP_K, CHECK_TEXTS, FP32_TOLERANCE, INT8_TOLERANCE, NBITS_BLOCK, fewer_levels, MATRIX_BITS)
-    return {"versions": _versions(), "code": code,
+    return {"versions": {name: metadata.version(name) for name in PACKAGES}, "code": code,
             "search_set": sha256(ROOT / "labs/lessons/help_articles.py"),
             "weights": {name: sha256(folder / name) for name in
                         ("model.safetensors", "tokenizer.json", "tokenizer_config.json", "config.json",
@@ -595,14 +540,12 @@ def build_tuned(work: Path, minilm_work: Path) -> dict:
     data_folder = work / "data"
     write_dataset(make_helpdesk(), str(data_folder))
     data = load_dataset(str(data_folder))
-    start = time.perf_counter()
     report = train(TrainConfig(data=str(data_folder), out=str(work / "run"), **LESSON7_SETTINGS))
-    trained_s = time.perf_counter() - start
     best = work / "best"
     (work / "run" / "best").rename(best)
     shutil.rmtree(work / "run")
     checks = export(best, work)
-    checks.update(train_seconds=round(trained_s, 1), selected_epoch=report["selected_epoch"],
+    checks.update(train_seconds=round(report["train_seconds"], 1), selected_epoch=report["selected_epoch"],
                   history=[{k: h[k] for k in ("epoch", "mrr@5")} for h in report["history"]])
 
     texts = [d["text"] for d in data.corpus]
@@ -617,7 +560,7 @@ def build_tuned(work: Path, minilm_work: Path) -> dict:
 
     # One-click examples, chosen by code from the validation questions (never trained on): the
     # first where fine-tuning moved the right article to the top, then the first where it already
-    # was, then the first the fine-tuned model still gets wrong, if any.
+    # was, then the first the fine-tuned model still gets wrong, if any; then the next in order.
     questions = data.split_queries("val")
     vectors = {name: encoder.encode([q["text"] for q in questions]) for name, encoder in encoders.items()}
 
@@ -632,11 +575,7 @@ def build_tuned(work: Path, minilm_work: Path) -> dict:
         found = next((i for i, q in enumerate(questions) if i not in chosen and kind(i, q["relevant_doc_ids"])), None)
         if found is not None:
             chosen.append(found)
-    for i in range(len(questions)):  # fewer kinds than examples: the next questions in order
-        if len(chosen) >= COMPARE_EXAMPLES:
-            break
-        if i not in chosen:
-            chosen.append(i)
+    chosen += [i for i in range(len(questions)) if i not in chosen]
     stored = {"compare": [{"question": questions[i]["text"], "right": questions[i]["relevant_doc_ids"],
                            "rankings": {name: ranking(docs[name], vectors[name][i], ids) for name in encoders}}
                           for i in chosen[:COMPARE_EXAMPLES]],
@@ -653,8 +592,9 @@ def build_tuned(work: Path, minilm_work: Path) -> dict:
 #: articles, the adapter's defaults and batch plan, and the experiment's embedding calls).
 LOOKALIKE_CODE = ("labs/lessons/lookalikes.py", "labs/lessons/help_articles.py", "labs/lessons/adapter.py",
                   "benchmarks/lookalike_experiment.py")
-#: The blocks of vectors/lookalike-minilm.f32, in file order: each is one ``embed`` call of
-#: benchmarks/lookalike_experiment.py (the same texts in the same calls, so the same float32 numbers).
+#: The blocks of vectors/lookalike-minilm.f32, in file order, each one ``embed`` call of
+#: benchmarks/lookalike_experiment.py (Q, P, L: the training questions, steps and look-alikes;
+#: Qh, Ph, Lh: the held-out ones; D: the held-out pool of articles).
 LOOKALIKE_BLOCKS = ("Q", "P", "L", "Qh", "Ph", "Lh", "D")
 
 
@@ -665,15 +605,10 @@ def _stamp_lookalike(minilm: dict) -> dict:
 
 
 def build_lookalike(work: Path) -> dict:
-    """Lesson 5's look-alike set for the adapter demo: vectors (float32 rows, blocks in LOOKALIKE_BLOCKS
-    order) and ``lookalike.json`` (the texts, the blocks and the settings the page needs).
-
-    The vectors are what the experiment trains and tests on: sentence-transformers' all-MiniLM-L6-v2
-    (not the page's 8-bit export), its float32 output read as float64, one block per ``embed`` call
-    of ``benchmarks/lookalike_experiment.py`` (Q, P, L: the training questions, steps and look-alikes;
-    Qh, Ph, Lh: the held-out ones; D: the held-out pool of articles). The page embeds only the
-    reader's own questions, with its 8-bit model.
-    """
+    """Lesson 5's look-alike set for the adapter demo: ``lookalike.f32`` (float32 rows, LOOKALIKE_BLOCKS in
+    order) and ``lookalike.json`` (the texts, the blocks and the settings the page needs). The vectors are
+    what the experiment trains and tests on, the same texts in the same calls: sentence-transformers'
+    all-MiniLM-L6-v2 (not the page's 8-bit export), its float32 output read as float64."""
     from labs.lessons import adapter as ad
     from labs.lessons import lookalikes as la
     from labs.retrieval.models import load_minilm
@@ -718,32 +653,16 @@ def build_lookalike(work: Path) -> dict:
     return {"max_abs_difference": {"|row length - 1|": worst}}
 
 
-def _up_to_date(work: Path, stamp: dict) -> bool:
-    try:
-        return json.loads((work / "stamp.json").read_text()) == json.loads(json.dumps(stamp))
-    except (OSError, ValueError):
-        return False
-
-
 def _build(work: Path, stamp: dict, what: str, make) -> bool:
-    """Build one model into a scratch folder and move it into place with its stamp; False when the
-    stamp says it is already built."""
+    """Build one model by `_rebuild`, saying so; False when its stamp says it is built already."""
     if _up_to_date(work, stamp):
         return False
     _say(f"building {what} (the inputs changed or it was never built)")
     start = time.perf_counter()
-    scratch = _scratch(work)
-    try:
-        checks = make(scratch)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    _write_json(scratch / "stamp.json", stamp)
-    _replace_folder(scratch, work)
+    checks = _rebuild(work, stamp, make)
     differences = ", ".join(f"{k} {v:.1e}" for k, v in checks["max_abs_difference"].items())
-    _say(f"built {what} in {time.perf_counter() - start:.0f} s (largest difference from sentence-transformers: "
-         f"{differences})" if "max_tokens" in checks else f"built {what} in {time.perf_counter() - start:.0f} s "
-         f"(largest {differences})")
+    against = " from sentence-transformers" if "max_tokens" in checks else ""
+    _say(f"built {what} in {time.perf_counter() - start:.0f} s (largest difference{against}: {differences})")
     return True
 
 
@@ -751,7 +670,8 @@ def _build(work: Path, stamp: dict, what: str, make) -> bool:
 
 
 def _same_tokenizer(one: Path, other: Path) -> None:
-    """The two models' tokenizer.json agree on all but truncation and padding (which the page does not read)."""
+    """The two models' tokenizer.json agree on all but truncation and padding: the page shares one
+    tokenizer and cuts each text at its own model's limit (maxTokens), so it reads neither."""
     a, b = (json.loads(p.read_text(encoding="utf-8")) for p in (one, other))
     for part in ("truncation", "padding"):
         a.pop(part, None)
@@ -759,41 +679,6 @@ def _same_tokenizer(one: Path, other: Path) -> None:
     if a != b:
         raise BuildError(f"{other} tokenizes differently from {one}: the page shares one tokenizer between the two "
                          "models; give each model its own in tools/live_model.py's assemble")
-
-
-def _gzipped(path: Path) -> Path:
-    """``path`` gzipped beside it (made once, again when the file is newer). Static hosts serve
-    ``.onnx`` as it is; the page fetches this file, a fifth smaller, and the worker inflates it
-    (DecompressionStream); a host that decodes ``.gz`` on the way is fine too (the worker checks)."""
-    import gzip
-
-    packed = path.with_name(path.name + ".gz")
-    if not packed.is_file() or packed.stat().st_mtime < path.stat().st_mtime:
-        scratch = packed.with_name(packed.name + ".partial")
-        scratch.write_bytes(gzip.compress(path.read_bytes(), compresslevel=9, mtime=0))
-        scratch.replace(packed)
-    return packed
-
-
-def _delta(base: Path, body: Path) -> Path | None:
-    """What to add to ``base``'s bytes, byte by byte modulo 256, to make ``body``'s, gzipped, beside
-    ``body`` (made again when either changes); None when the two differ in length (then the page
-    fetches the whole body). Two exports of one architecture differ only in their weights' bytes,
-    and fine-tuning leaves most integer weights as they were, so the difference is mostly zeros."""
-    import gzip
-
-    out, stamp = body.with_name("body_quantized.delta.gz"), {"base": sha256(base), "body": sha256(body)}
-    if _up_to_date(out.parent / "delta", stamp) and out.is_file():
-        return out
-    a, b = np.fromfile(base, dtype=np.uint8), np.fromfile(body, dtype=np.uint8)
-    if a.shape != b.shape:
-        return None
-    scratch = out.with_name(out.name + ".partial")
-    scratch.write_bytes(gzip.compress((b - a).tobytes(), compresslevel=9, mtime=0))
-    scratch.replace(out)
-    (out.parent / "delta").mkdir(exist_ok=True)
-    _write_json(out.parent / "delta" / "stamp.json", stamp)
-    return out
 
 
 def _file_entry(site: Path, path: Path) -> dict:
@@ -825,21 +710,18 @@ def _runtime(live: Path) -> dict:
             (runtime / name).write_text(text, encoding="utf-8")
         else:
             _link(path, runtime / name)
+    versions = {name: json.loads((NODE_MODULES / package / "package.json").read_text())["version"]
+                for name, package in (("transformers.js", "@huggingface/transformers"),
+                                      ("onnxruntime-web", "onnxruntime-web"))}
     return {"wasm": _file_entry(live, runtime / "ort-wasm-simd-threaded.wasm"),
-            "wasmFactory": "runtime/ort-wasm-simd-threaded.mjs",
-            "versions": {"transformers.js": _npm_version("@huggingface/transformers"),
-                         "onnxruntime-web": _npm_version("onnxruntime-web")}}
-
-
-def _npm_version(package: str) -> str:
-    return json.loads((NODE_MODULES / package / "package.json").read_text())["version"]
+            "wasmFactory": "runtime/ort-wasm-simd-threaded.mjs", "versions": versions}
 
 
 def assemble(out: Path) -> dict:
-    """OUT/site/live from the built models, node_modules and book/live; swapped in whole."""
+    """OUT/site/live from the built models (and their `_split`), node_modules and book/live; swapped in whole."""
     from labs.lessons.help_articles import SEARCH_EXAMPLES, search_articles
 
-    site = _scratch(out / "site")
+    work, site = out / "work", _scratch(out / "site")
     live = site / "live"
     live.mkdir()
     for name in PAGE_FILES:
@@ -847,58 +729,46 @@ def assemble(out: Path) -> dict:
     (live / "maths.js").write_text(classic_maths((PAGE_SOURCES / "maths.mjs").read_text(encoding="utf-8")),
                                    encoding="utf-8")
     manifest: dict = {"runtime": _runtime(live), "models": {}, "sets": {}}
-    minilm, tuned = out / "work" / "minilm", out / "work" / "tuned"
-    labels = {"minilm": ("minilm", minilm, "all-MiniLM-L6-v2"),
-              "tuned": ("minilm-helpdesk", tuned, "all-MiniLM-L6-v2 fine-tuned on the help-desk questions")}
-    # One tokenizer for both models: fine-tuning changes the weights, not the vocabulary; the
-    # page cuts each text at its model's own limit (maxTokens), so their truncation and padding
-    # settings, the only parts that differ, are not read.
     tokenizer = live / "tokenizer"
-    _same_tokenizer(minilm / "tokenizer.json", tuned / "tokenizer.json")
+    _same_tokenizer(work / "minilm" / "tokenizer.json", work / "tuned" / "tokenizer.json")
     for file in ("tokenizer.json", "tokenizer_config.json"):
-        _link(minilm / file, tokenizer / file)
-    untouched = None  # the untouched model's body and its manifest entry
-    for key, (name, work, label) in labels.items():
-        folder = live / "models" / name
-        _link(work / "config.json", folder / "config.json")
-        split = _split(work)
+        _link(work / "minilm" / file, tokenizer / file)
+    labels = {"minilm": ("minilm", "all-MiniLM-L6-v2"),
+              "tuned": ("minilm-helpdesk", "all-MiniLM-L6-v2 fine-tuned on the help-desk questions")}
+    for key, (name, label) in labels.items():
+        folder, split = live / "models" / name, work / key / "split"
+        _link(work / key / "config.json", folder / "config.json")
         body = split / "body_quantized.onnx"
-        raw = {"bytes": body.stat().st_size, "sha256": sha256(body)}
         files = {"tokenizer": _file_entry(live, tokenizer / "tokenizer.json"),
                  "tokenizerConfig": _file_entry(live, tokenizer / "tokenizer_config.json")}
-        delta = _delta(untouched[0], body) if untouched else None
-        if delta:
-            # what fine-tuning changed, added in the page to the untouched body it fetches anyway
-            _link(delta, folder / "onnx" / delta.name)
-            files["model"] = {**_file_entry(live, folder / "onnx" / delta.name), "raw": raw, "plus": "base"}
-            files["base"] = untouched[1]
-        else:
-            packed = _gzipped(body)
-            _link(packed, folder / "onnx" / packed.name)
-            files["model"] = {**_file_entry(live, folder / "onnx" / packed.name), "raw": raw}
-            untouched = untouched or (body, files["model"])
+        packed = next(split.glob("*.gz"))  # the body gzipped, or `_delta`: what to add to the untouched one's
+        _link(packed, folder / "onnx" / packed.name)
+        files["model"] = {**_file_entry(live, folder / "onnx" / packed.name),
+                          "raw": {"bytes": body.stat().st_size, "sha256": sha256(body)}}
+        if packed.name == "body_quantized.delta.gz":
+            files["model"]["plus"] = "base"
+            files["base"] = manifest["models"]["minilm"]["files"]["model"]
         for path in (split / "table").iterdir():
             _link(path, folder / "table" / path.name)
         files["table"] = _file_entry(live, folder / "table" / "index.json")
-        checks = json.loads((work / "checks.json").read_text())
-        manifest["models"][key] = {"label": label, "dtype": WEIGHTS, "maxTokens": checks["max_tokens"], "files": files}
+        max_length = json.loads((work / key / "checks.json").read_text())["max_tokens"]
+        manifest["models"][key] = {"label": label, "dtype": WEIGHTS, "maxTokens": max_length, "files": files}
     vectors = live / "vectors"
-    _link(minilm / "search.f32", vectors / "search-minilm.f32")
+    _link(work / "minilm" / "search.f32", vectors / "search-minilm.f32")
     for key in ("minilm", "tuned"):
-        _link(tuned / f"helpdesk-{key}.f32", vectors / f"helpdesk-{key}.f32")
+        _link(work / "tuned" / f"helpdesk-{key}.f32", vectors / f"helpdesk-{key}.f32")
+    _link(work / "lookalike" / "lookalike.f32", vectors / "lookalike-minilm.f32")
     texts, ids = search_articles()
-    stored_minilm = json.loads((minilm / "stored.json").read_text())
-    stored_tuned = json.loads((tuned / "stored.json").read_text())
+    stored_minilm = json.loads((work / "minilm" / "stored.json").read_text())
+    stored_tuned = json.loads((work / "tuned" / "stored.json").read_text())
     helpdesk = stored_tuned.pop("helpdesk")
     manifest["sets"] = {
         "search": {"ids": ids, "texts": texts, "dim": 384,
                    "vectors": {"minilm": _file_entry(live, vectors / "search-minilm.f32")}},
         "helpdesk": {"ids": helpdesk["ids"], "texts": helpdesk["texts"], "dim": 384,
-                     "vectors": {k: _file_entry(live, vectors / f"helpdesk-{k}.f32") for k in ("minilm", "tuned")}}}
-    lookalike = out / "work" / "lookalike"
-    _link(lookalike / "lookalike.f32", vectors / "lookalike-minilm.f32")
-    manifest["sets"]["lookalike"] = {**json.loads((lookalike / "lookalike.json").read_text(encoding="utf-8")),
-                                     "vectors": {"minilm": _file_entry(live, vectors / "lookalike-minilm.f32")}}
+                     "vectors": {k: _file_entry(live, vectors / f"helpdesk-{k}.f32") for k in ("minilm", "tuned")}},
+        "lookalike": {**json.loads((work / "lookalike" / "lookalike.json").read_text(encoding="utf-8")),
+                      "vectors": {"minilm": _file_entry(live, vectors / "lookalike-minilm.f32")}}}
     _write_json(live / "manifest.json", manifest)
 
     # What the page shows before (or instead of) running the model: the example questions and the
@@ -935,10 +805,8 @@ def assemble(out: Path) -> dict:
 
 def classic_maths(module: str) -> str:
     """maths.mjs as a classic script (live/maths.js) defining ``window.labsLiveMaths``: the same
-    functions, for demos.js, which must parse in any browser and run the explorable from a page
-    opened as a file, where a module cannot load. maths.mjs exports only ``export function`` lines."""
-    import re
-
+    functions, for demos.js, which must parse in any browser and run from a page opened as a file,
+    where a module cannot load. maths.mjs exports only ``export function`` lines."""
     names = re.findall(r"^export function (\w+)\(", module, flags=re.M)
     if not names or re.search(r"^export (?!function )", module, flags=re.M):
         raise BuildError(f"{PAGE_SOURCES / 'maths.mjs'}: expected only `export function NAME(` exports")
@@ -948,18 +816,7 @@ def classic_maths(module: str) -> str:
             + ", ".join(f"{n}: {n}" for n in names) + "};\n})();\n")
 
 
-def sizes(out: Path) -> dict:
-    """Bytes of each part of OUT/site/live."""
-    live = out / "site" / "live"
-    parts: dict[str, int] = {}
-    for path in live.rglob("*"):
-        if path.is_file():
-            part = path.relative_to(live).parts[0] if len(path.relative_to(live).parts) > 1 else "page"
-            parts[part] = parts.get(part, 0) + path.stat().st_size
-    return parts
-
-
-def build(out: Path, force: bool = False) -> None:
+def build(out: Path) -> None:
     """Build (what has changed of) OUT; see the module's docstring."""
     from labs.retrieval.files import exclusive
 
@@ -968,27 +825,29 @@ def build(out: Path, force: bool = False) -> None:
     with exclusive(out / ".lock", str(out)):
         work = out / "work"
         work.mkdir(exist_ok=True)
-        if force:
-            for name in ("minilm", "tuned", "lookalike"):
-                (work / name / "stamp.json").unlink(missing_ok=True)
         stamp = _stamp_minilm()
         built = _build(work / "minilm", stamp, "all-MiniLM-L6-v2 for the page", build_minilm)
         built |= _build(work / "tuned", _stamp_tuned(stamp), "lesson 7's fine-tuned model for the page",
                         lambda scratch: build_tuned(scratch, work / "minilm"))
         built |= _build(work / "lookalike", _stamp_lookalike(stamp), "lesson 5's look-alike vectors", build_lookalike)
+        _split(work / "tuned", _split(work / "minilm") / "body_quantized.onnx")
         assemble(out)
-    mb = {k: round(v / 1e6, 1) for k, v in sorted(sizes(out).items())}
-    _say(f"{'built' if built else 'up to date'}; {out / 'site' / 'live'} assembled in "
-         f"{time.perf_counter() - start:.1f} s, MB by part: {mb}")
+    live = out / "site" / "live"
+    sizes: dict[str, int] = {}
+    for path in (p for p in live.rglob("*") if p.is_file()):
+        part = path.relative_to(live).parts[0] if path.parent != live else "page"
+        sizes[part] = sizes.get(part, 0) + path.stat().st_size
+    mb = {k: round(v / 1e6, 1) for k, v in sorted(sizes.items())}
+    _say(f"{'built' if built else 'up to date'}; {live} assembled in {time.perf_counter() - start:.1f} s, "
+         f"MB by part: {mb}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.live_model", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", nargs="?", default="_live", help="the build folder (default _live)")
-    parser.add_argument("--force", action="store_true", help="rebuild both models and the look-alike vectors even if their stamps match")
     args = parser.parse_args(argv)
     try:
-        build(Path(args.out), args.force)
+        build(Path(args.out))
     except (BuildError, ValueError) as err:
         print(f"live: {err}", file=sys.stderr)
         return 1

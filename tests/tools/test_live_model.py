@@ -4,7 +4,9 @@ refuses a transformers.js whose imports it does not know, and its stamps rebuild
 from __future__ import annotations
 
 import ast
+import gzip
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -18,16 +20,14 @@ LESSON7 = ROOT / "notebooks" / "07_finetuning.ipynb"
 
 def _cpu_value(node: ast.AST, env: dict):
     """A notebook expression's value on a CPU: the else branch of ``A if on_gpu_condition else B``,
-    names from earlier assignments, dict(...) calls and literals."""
+    names from earlier assignments (KeyError if none), dict(...) calls and literals."""
     if isinstance(node, ast.IfExp):
         return _cpu_value(node.orelse, env)
     if isinstance(node, ast.Name):
-        if node.id not in env:
-            raise KeyError(node.id)
         return env[node.id]
     if isinstance(node, ast.Tuple):
         return tuple(_cpu_value(e, env) for e in node.elts)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "dict":
         return {k.arg: _cpu_value(k.value, env) for k in node.keywords}
     return ast.literal_eval(node)
 
@@ -36,40 +36,33 @@ def lesson7_training() -> dict:
     """The settings of lesson 7's fine-tuning run (the first TrainConfig whose out is runs/tuned; a later one
     shows that a second run into the same folder is refused), as a CPU runs it."""
     env: dict = {}
-    found = None
     for cell in json.loads(LESSON7.read_text(encoding="utf-8"))["cells"]:
-        if cell["cell_type"] != "code":
-            continue
         try:
-            tree = ast.parse("".join(cell["source"]))
+            tree = ast.parse("".join(cell["source"]) if cell["cell_type"] == "code" else "")
         except SyntaxError:
             continue
-        for stmt in tree.body:
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                target = stmt.targets[0]
-                try:
-                    value = _cpu_value(stmt.value, env)
-                except (KeyError, ValueError, TypeError, SyntaxError):
-                    continue
-                if isinstance(target, ast.Name):
-                    env[target.id] = value
-                elif isinstance(target, ast.Tuple) and isinstance(value, tuple) and len(value) == len(target.elts):
-                    env.update({t.id: v for t, v in zip(target.elts, value) if isinstance(t, ast.Name)})
-        for call in ast.walk(tree):
-            if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "TrainConfig"):
+        for stmt in (s for s in tree.body if isinstance(s, ast.Assign) and len(s.targets) == 1):
+            try:
+                value = _cpu_value(stmt.value, env)
+            except (KeyError, ValueError, TypeError, SyntaxError):
                 continue
-            keywords = {k.arg: k.value for k in call.keywords if k.arg}
-            if found is None and isinstance(keywords.get("out"), ast.Constant) and keywords["out"].value == "runs/tuned":
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name):
+                env[target.id] = value
+            elif isinstance(target, ast.Tuple) and isinstance(value, tuple) and len(value) == len(target.elts):
+                env.update({t.id: v for t, v in zip(target.elts, value) if isinstance(t, ast.Name)})
+        for call in ast.walk(tree):
+            keywords = {k.arg: k.value for k in getattr(call, "keywords", ())}
+            if (getattr(getattr(call, "func", None), "id", None) == "TrainConfig"
+                    and getattr(keywords.get("out"), "value", None) == "runs/tuned"):
                 settings = {}
                 for k in call.keywords:
                     if k.arg is None:
                         settings.update(_cpu_value(k.value, env))
                     elif k.arg not in ("data", "out"):
                         settings[k.arg] = _cpu_value(k.value, env)
-                found = settings
-    if found is None:
-        raise AssertionError(f"{LESSON7}: no TrainConfig(..., out=\"runs/tuned\", ...) cell found")
-    return found
+                return settings
+    raise AssertionError(f"{LESSON7}: no TrainConfig(..., out=\"runs/tuned\", ...) cell found")
 
 
 def test_the_fine_tuned_model_is_lesson_7s():
@@ -81,32 +74,25 @@ def test_the_fine_tuned_model_is_lesson_7s():
         f"lesson 7 trains with {settings}; tools/live_model.py LESSON7_SETTINGS is {live_model.LESSON7_SETTINGS}")
 
 
-def test_an_unknown_transformers_js_is_refused(tmp_path, monkeypatch):
-    """The vendored transformers.js must hold each bare onnxruntime import exactly once."""
+def test_an_unknown_or_missing_transformers_js_is_refused(tmp_path, monkeypatch):
+    """A missing runtime file is named; the vendored transformers.js must hold each bare onnxruntime
+    import exactly once, and each is pointed at the bundled wasm build."""
+    monkeypatch.setattr(live_model, "NODE_MODULES", tmp_path)
+    with pytest.raises(live_model.BuildError, match="transformers.web.min.js is missing: run make vendor"):
+        live_model._runtime(tmp_path / "missing")
     for name, rel in live_model.RUNTIME.items():
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text('import{Tensor as a}from"onnxruntime-common";import*as b from"onnxruntime-web/webgpu";'
                         if name == "transformers.web.min.js" else "x")
-    monkeypatch.setattr(live_model, "NODE_MODULES", tmp_path)
-    (tmp_path / "live").mkdir()
     (tmp_path / "@huggingface" / "transformers" / "package.json").write_text('{"version": "0"}')
     (tmp_path / "onnxruntime-web" / "package.json").write_text('{"version": "0"}')
     live_model._runtime(tmp_path / "live")
     text = (tmp_path / "live" / "runtime" / "transformers.web.min.js").read_text()
     assert text.count('from"./ort.wasm.bundle.min.mjs"') == 2 and "onnxruntime-" not in text
-    js = tmp_path / live_model.RUNTIME["transformers.web.min.js"]
-    js.write_text('import*as b from"onnxruntime-web/webgpu";')
-    (tmp_path / "other").mkdir()
+    (tmp_path / live_model.RUNTIME["transformers.web.min.js"]).write_text('import*as b from"onnxruntime-web/webgpu";')
     with pytest.raises(live_model.BuildError, match="expected one import 'from\"onnxruntime-common\"', found 0"):
         live_model._runtime(tmp_path / "other")
-
-
-def test_a_missing_runtime_file_names_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(live_model, "NODE_MODULES", tmp_path)
-    (tmp_path / "live").mkdir()
-    with pytest.raises(live_model.BuildError, match="transformers.web.min.js is missing: run make vendor"):
-        live_model._runtime(tmp_path / "live")
 
 
 def test_a_stamp_rebuilds_only_on_change(tmp_path):
@@ -155,11 +141,19 @@ def test_the_lookalike_vectors_follow_the_experiments_code():
     assert "adapter.mjs" in live_model.PAGE_FILES
 
 
-def _tiny_model(path, table: np.ndarray) -> None:
-    """A model shaped like the export where split_table looks: its token table (uint8, one scale and
-    zero point) looked up by input_ids, dequantized, then masked and shifted by the other two inputs."""
+@pytest.fixture
+def work(tmp_path) -> Path:
+    """A model's work folder as `_split` finds it: the tokenizer files and a model shaped like the export
+    where split_table looks: its token table (random uint8 rows, one scale and zero point) looked up by
+    input_ids, dequantized, then masked and shifted by the other two inputs."""
     from onnx import TensorProto, helper, numpy_helper, save
 
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "config.json"):
+        shutil.copyfile(live_model._minilm_folder() / name, work / name)
+    (work / "checks.json").write_text('{"max_tokens": 256}')
+    table = np.random.default_rng(0).integers(0, 256, size=(30522, 4), dtype=np.uint8)
     nodes = [helper.make_node("Gather", [live_model.WORD_TABLE, "input_ids"], ["rows"]),
              helper.make_node("DequantizeLinear", ["rows", "scale", "zero"], ["vectors"]),
              helper.make_node("Cast", ["attention_mask"], ["m"], to=TensorProto.FLOAT),
@@ -172,35 +166,33 @@ def _tiny_model(path, table: np.ndarray) -> None:
     inits = [numpy_helper.from_array(table, live_model.WORD_TABLE), numpy_helper.from_array(np.float32(0.01), "scale"),
              numpy_helper.from_array(np.uint8(83), "zero"), numpy_helper.from_array(np.array([2], np.int64), "axis")]
     graph = helper.make_graph(nodes, "tiny", inputs, [out], inits)
-    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(work / "model_quantized.onnx"))
+    return work
 
 
-def test_the_token_table_is_split_out_without_changing_a_number(tmp_path):
-    """split_table: the body takes the table's rows in place of the ids and computes exactly what the
-    whole model does; the table's files hold its rows, checked by their SHA-256; a file changed is named."""
-    folder = live_model._minilm_folder()
-    rows = np.random.default_rng(0).integers(0, 256, size=(30522, 4), dtype=np.uint8)
-    _tiny_model(tmp_path / "whole.onnx", rows)
-    out = tmp_path / "split"
-    out.mkdir()
-    index = live_model.split_table(tmp_path / "whole.onnx", out, folder, 256)
+def test_the_token_table_is_split_out_without_changing_a_number(work):
+    """`_split`: the body takes the table's rows in place of the ids and computes exactly what the whole
+    model does, and goes gzipped; the table's files hold its rows, checked by their SHA-256; a file
+    changed is named."""
+    split = live_model._split(work)
+    rows = live_model.load_table(split / "table" / "index.json")
+    index = json.loads((split / "table" / "index.json").read_text())
     assert index["rows"] == 30522 and index["dim"] == 4 and len(index["files"]) == -(-30522 // live_model.TABLE_ROWS)
-    assert np.array_equal(live_model.load_table(out / "table" / "index.json"), rows)
-    whole = live_model.OnnxEncoder(tmp_path / "whole.onnx", folder, 256)
-    body = live_model.RowsEncoder(out / "body_quantized.onnx", folder, 256, rows, index["input"])
+    assert np.array_equal(rows, np.random.default_rng(0).integers(0, 256, size=(30522, 4), dtype=np.uint8))
+    whole = live_model.OnnxEncoder(work / "model_quantized.onnx", work, 256)
+    body = live_model.RowsEncoder(split / "body_quantized.onnx", work, 256, rows, index["input"])
     texts = ["how do I factory reset my router", "a kettle"]
     assert np.array_equal(whole.grid(texts)[0], body.grid(texts)[0])
-    changed = out / "table" / "0003.bin"
+    assert gzip.decompress((split / "body_quantized.onnx.gz").read_bytes()) == (split / "body_quantized.onnx").read_bytes()
+    changed = split / "table" / "0003.bin"
     changed.write_bytes(b"\0" + changed.read_bytes()[1:])
     with pytest.raises(live_model.BuildError, match="0003.bin is not the file .*index.json lists"):
-        live_model.load_table(out / "table" / "index.json")
+        live_model.load_table(split / "table" / "index.json")
 
 
-def test_the_fine_tuned_body_goes_as_what_changed(tmp_path):
-    """`_delta`: the bytes that, added to the untouched body modulo 256, make the fine-tuned one; made
-    again when either body changes; none for bodies of different lengths (the page gets the whole body)."""
-    import gzip
-
+def test_the_fine_tuned_body_goes_as_what_changed(tmp_path, work):
+    """`_delta`: the bytes that, added to the untouched body modulo 256, make the fine-tuned one; none for
+    bodies of different lengths (the page gets the whole body). `_split` makes it again when the base changes."""
     rng = np.random.default_rng(0)
     base, body = tmp_path / "base.onnx", tmp_path / "tuned" / "body_quantized.onnx"
     body.parent.mkdir()
@@ -210,15 +202,20 @@ def test_the_fine_tuned_body_goes_as_what_changed(tmp_path):
     base.write_bytes(a.tobytes())
     body.write_bytes(b.tobytes())
     delta = live_model._delta(base, body)
-    added = a + np.frombuffer(gzip.decompress(delta.read_bytes()), dtype=np.uint8)
-    assert added.tobytes() == b.tobytes()
+    assert (a + np.frombuffer(gzip.decompress(delta.read_bytes()), dtype=np.uint8)).tobytes() == b.tobytes()
     assert len(delta.read_bytes()) < len(b.tobytes()) / 2  # mostly zeros
-    b[0] += 1
-    body.write_bytes(b.tobytes())
-    added = a + np.frombuffer(gzip.decompress(live_model._delta(base, body).read_bytes()), dtype=np.uint8)
-    assert added.tobytes() == b.tobytes()
     body.write_bytes(b[:-1].tobytes())
     assert live_model._delta(base, body) is None
+
+    split = live_model._split(work)
+    whole = (split / "body_quantized.onnx").read_bytes()
+    base.write_bytes(bytes(len(whole)))  # a base of zeros: the difference is the body itself
+    live_model._split(work, base)
+    assert [p.name for p in split.glob("*.gz")] == ["body_quantized.delta.gz"]
+    assert gzip.decompress((split / "body_quantized.delta.gz").read_bytes()) == whole
+    base.write_bytes(bytes([1]) * len(whole))  # another base: made again
+    live_model._split(work, base)
+    assert gzip.decompress((split / "body_quantized.delta.gz").read_bytes()) != whole
 
 
 def test_the_layers_matrices_have_matrix_bits_levels(tmp_path):
