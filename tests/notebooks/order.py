@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -105,12 +105,13 @@ class Entry:
 
 @dataclass
 class Book:
-    """What the rules read: the contents in order, the lessons' markdown cells, the glossary."""
+    """What the rules read: the contents in order, the lessons' markdown cells, the pages, the glossary."""
 
     order: list[str]  # every page of _toc.yml in reading order, e.g. "notebooks/03_infonce"
     cells: dict[str, list[tuple[int, str]]]  # lesson -> its markdown cells, as (index in the notebook, source)
     titles: dict[str, str]  # page -> its title
     glossary: str  # the text of book/glossary.md
+    pages: dict[str, str] = field(default_factory=dict)  # a markdown page -> its text
 
     @property
     def lessons(self) -> list[str]:
@@ -129,20 +130,12 @@ def toc_order(toc_text: str) -> list[str]:
 
 def read_book(root: Path = ROOT) -> Book:
     order = toc_order((root / "_toc.yml").read_text())
-    cells, titles = {}, {}
-    for page in order:
-        nb_path, md_path = root / f"{page}.ipynb", root / f"{page}.md"
-        if nb_path.exists():
-            nb = json.loads(nb_path.read_text())
-            cells[page] = [(i, "".join(c["source"])) for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown"]
-            text = cells[page][0][1] if cells[page] else ""
-        elif md_path.exists():
-            text = md_path.read_text()
-        else:
-            continue
-        title = re.search(r"^# (.+)$", text, re.M)
-        titles[page] = title.group(1).strip() if title else ""
-    return Book(order, cells, titles, (root / "book" / "glossary.md").read_text())
+    cells = {page: [(i, "".join(c["source"])) for i, c in enumerate(json.loads(path.read_text())["cells"])
+                    if c["cell_type"] == "markdown"] for page in order if (path := root / f"{page}.ipynb").exists()}
+    pages = {page: path.read_text() for page in order if (path := root / f"{page}.md").exists()}
+    titles = {page: title.group(1).strip() if (title := re.search(r"^# (.+)$", text, re.M)) else ""
+              for page, text in ({p: c[0][1] if c else "" for p, c in cells.items()} | pages).items()}
+    return Book(order, cells, titles, (root / "book" / "glossary.md").read_text(), pages)
 
 
 def parse_glossary(text: str) -> list[Entry]:

@@ -3,11 +3,12 @@ constructed texts, to show that it can fail (erratum 1's sentence among them).""
 
 from __future__ import annotations
 
+from tests.notebooks.order import read_book
 from tests.notebooks.xref import Text, claims, problems, read_texts, sentences
 
 
 def test_every_claim_about_a_lesson_points_at_its_label():
-    found = problems(read_texts())
+    found = problems(read_texts(read_book()))
     assert not found, "\n".join(found)
 
 

@@ -19,12 +19,10 @@ book's pages, code left out. ``python -m tests.notebooks.xref`` prints every pro
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.notebooks.order import Book, read_book
 
 VERBS = ("shows", "showed", "does", "did", "teaches", "taught", "adds", "added", "trains", "trained",
          "computes", "computed", "finds", "found", "measures", "measured", "builds", "built", "asks",
@@ -51,17 +49,11 @@ class Text:
     text: str
 
 
-def read_texts(root: Path = ROOT) -> list[Text]:
-    """The markdown of every lesson (one Text per cell) and every book page."""
-    out = []
-    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        for i, cell in enumerate(cells):
-            if cell["cell_type"] == "markdown":
-                out.append(Text(f"{path.relative_to(root)} cell {i}", int(path.name[:2]), "".join(cell["source"])))
-    for path in sorted((root / "book").glob("*.md")):
-        out.append(Text(str(path.relative_to(root)), None, path.read_text(encoding="utf-8")))
-    return out
+def read_texts(book: Book) -> list[Text]:
+    """The markdown of every lesson (one Text per cell) and every page of the book."""
+    lessons = [Text(f"{page}.ipynb cell {i}", int(page.split("/")[-1][:2]), text)
+               for page in book.lessons for i, text in book.cells.get(page, [])]
+    return lessons + [Text(f"{page}.md", None, text) for page, text in book.pages.items()]
 
 
 def labels(texts: list[Text]) -> dict[str, int | None]:
@@ -99,4 +91,4 @@ def problems(texts: list[Text]) -> list[str]:
 
 
 if __name__ == "__main__":
-    print("\n".join(problems(read_texts())) or "no problems")
+    print("\n".join(problems(read_texts(read_book()))) or "no problems")
