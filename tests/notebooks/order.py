@@ -1,26 +1,15 @@
 """The order of ideas: no lesson uses a term or a metric that only a later page teaches.
 
-How "teaches" is known: the glossary says so. Every entry of book/glossary.md ends with one
-sentence naming the page that teaches it,
+"Teaches": every entry of book/glossary.md ends with one sentence naming the page that teaches it,
+``Taught in {doc}`lesson 3 <../notebooks/03_infonce>`.`` (or a reference page, ``{doc}`Scaling out
+<scaling>```). To move a term earlier, explain it in the earlier lesson and change its sentence.
 
-    Taught in {doc}`lesson 3 <../notebooks/03_infonce>`.
-
-(a reference page: ``Taught in {doc}`Scaling out <scaling>`.``). The page must be in _toc.yml, a
-lesson's link text must say its number in the contents ("lesson 3"), and that page's prose must
-use the term. To move a term earlier, explain it in the earlier lesson and change its sentence.
-
-How "uses" is known: a lesson uses an entry where its prose (markdown cells) has
-
-- a ``{term}`` role for it, or
-- one of its forms in plain text, case and plural ignored: each of the entry's names, the text of
-  every ``{term}`` role that points at it anywhere in the lessons, the extra forms of ``FORMS``
-  below, and, for the metrics, their families (``MRR@10`` and ``MRR`` are the entry MRR@k).
-
-Left out of the prose before matching: code blocks, URLs, glue and reference targets, the text of
-a link that only names the page it points to ("[Mining and false negatives](06_mining.ipynb)":
-every word of it in that page's title; likewise a section reference whose text is words of a page's
-title, ``{ref}`Mining <sec-mining>```), the "## Next" section (a preview of what comes), and
-everyday senses listed in ``EVERYDAY`` ("a negative slope" is not a negative text).
+"Uses": a lesson's prose (its markdown cells) has a ``{term}`` role for the entry, or one of its
+forms in plain text, case and plural ignored: the entry's names, the text of every ``{term}`` role
+pointing at it in the lessons, its ``FORMS``, and for a metric its family (``MRR@10`` and ``MRR``
+are the entry MRR@k). Left out first: code blocks, URLs, glue and reference targets, a link's or a
+section reference's text that only names a page (every word of it in the page's title), the
+"## Next" section (a preview), and the everyday senses of ``EVERYDAY`` ("a negative slope").
 
 The rules (``check``), by lesson:
 
@@ -29,8 +18,9 @@ The rules (``check``), by lesson:
 3. A lesson's "What to know first" names a page later than itself (a link, or "lesson N").
 4. A ``{term}`` role names no entry.
 
-and, under "book/glossary", an entry that names no page of the contents, calls a lesson by the wrong
-number, or whose page never uses it. ``python -m tests.notebooks.order`` prints them all.
+and, under "book/glossary", an entry that names no page of _toc.yml, calls a lesson by another
+number than the contents give it ("lesson 3"), or whose page never uses it.
+``python -m tests.notebooks.order`` prints them all.
 """
 
 from __future__ import annotations

@@ -51,16 +51,15 @@ TITLES = {"book/index": "Home", "notebooks/01_one": "One: the softmax", "noteboo
           "book/scaling": "Scaling out"}
 
 
-def constructed(one: list[str], two: list[str] | None = None, glossary: str = GLOSSARY) -> Book:
-    two = two if two is not None else ["# Two: intervals\n\nA {term}`bootstrap interval`, the MRR@10 and "
-                                       "a negative text, pushed away."]
-    return Book(ORDER, {"notebooks/01_one": list(enumerate(one)), "notebooks/02_two": list(enumerate(two))},
-                TITLES, glossary)
-
-
 GOOD = ["# One: the softmax\n\n**What to know first:** nothing.\n\nThe {term}`softmax` turns scores "
         "into shares; a negative slope means the loss falls.",
         "## Next\n\nBootstrap intervals and MRR@10: [Two: intervals](02_two.ipynb)."]
+TWO = ["# Two: intervals\n\nA {term}`bootstrap interval`, the MRR@10 and a negative text, pushed away."]
+
+
+def constructed(one: list[str], glossary: str = GLOSSARY) -> Book:
+    return Book(ORDER, {"notebooks/01_one": list(enumerate(one)), "notebooks/02_two": list(enumerate(TWO))},
+                TITLES, glossary)
 
 
 @pytest.mark.parametrize("added, said", [
