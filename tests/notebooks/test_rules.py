@@ -327,7 +327,8 @@ SEEDS = {  # a rule: its faults, and what each failure says (None: a near miss t
 }
 
 
-@pytest.mark.parametrize("rule, fault, says", [(rule, *row) for rule, rows in SEEDS.items() for row in rows])
+@pytest.mark.parametrize("rule, fault, says", [pytest.param(rule, *row, id=f"{rule.__name__[5:]}-{n}")
+                                               for rule, rows in SEEDS.items() for n, row in enumerate(rows)])
 def test_each_rule_fails_on_its_fault(rule, fault, says, tmp_path):
     text, copy = NOTEBOOKS[0].read_text(), tmp_path / NOTEBOOKS[0].name
     copy.write_text(fault(text))
