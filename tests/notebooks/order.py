@@ -1,42 +1,35 @@
 """The order of ideas: no lesson uses a term or a metric that only a later page teaches.
 
-How "teaches" is known: the glossary says so. Every entry of book/glossary.md ends with one
-sentence naming the page that teaches it,
+"Teaches": every entry of book/glossary.md ends with one sentence naming the page that teaches it,
+``Taught in {doc}`lesson 3 <../notebooks/03_infonce>`.`` (or a reference page, ``{doc}`Scaling out
+<scaling>```). To move a term earlier, explain it in the earlier lesson and change its sentence.
 
-    Taught in {doc}`lesson 3 <../notebooks/03_infonce>`.
+"Uses": a lesson's prose (its markdown cells) has a ``{term}`` role for the entry, or one of its
+forms in plain text, case and plural ignored: the entry's names, the text of every ``{term}`` role
+pointing at it in the lessons, its ``FORMS``, and for a metric its family (``MRR@10`` and ``MRR``
+are the entry MRR@k). Left out first: code blocks, URLs, glue and reference targets, a link's or a
+section reference's text that only names a page (every word of it in the page's title), the
+"## Next" section (a preview), and the everyday senses of ``EVERYDAY`` ("a negative slope").
 
-(a reference page: ``Taught in {doc}`Scaling out <scaling>`.``). The page must be in _toc.yml, a
-lesson's link text must say its number in the contents ("lesson 3"), and that page's prose must
-use the term. To move a term earlier, explain it in the earlier lesson and change its sentence.
-
-How "uses" is known: a lesson uses an entry where its prose (markdown cells) has
-
-- a ``{term}`` role for it, or
-- one of its forms in plain text, case and plural ignored: each of the entry's names, the text of
-  every ``{term}`` role that points at it anywhere in the lessons, the extra forms of ``FORMS``
-  below, and, for the metrics, their families (``MRR@10`` and ``MRR`` are the entry MRR@k).
-
-Left out of the prose before matching: code blocks, URLs, glue and reference targets, the text of
-a link that only names the page it points to ("[Mining and false negatives](06_mining.ipynb)":
-every word of it in that page's title; likewise a section reference whose text is words of a page's
-title, ``{ref}`Mining <sec-mining>```), the "## Next" section (a preview of what comes), and
-everyday senses listed in ``EVERYDAY`` ("a negative slope" is not a negative text).
-
-The rules (``violations``):
+The rules (``check``), by lesson:
 
 1. A lesson uses an entry taught by a later lesson.
 2. A lesson uses an entry taught on a reference page, in a paragraph that does not link to it.
 3. A lesson's "What to know first" names a page later than itself (a link, or "lesson N").
+4. A ``{term}`` role names no entry.
 
-``python -m tests.notebooks.order`` prints every violation of the book as it is, by lesson.
+and, under "book/glossary", an entry that names no page of _toc.yml, calls a lesson by another
+number than the contents give it ("lesson 3"), or whose page never uses it.
+``python -m tests.notebooks.order`` prints them all.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import yaml
 
@@ -77,12 +70,13 @@ EVERYDAY: dict[str, str] = {
 HTML_TAG = re.compile(r"</?(?:details|summary|div|span|p|br|a|img|sup|sub|b|i|em|strong|code|kbd|table|tr|td|th"
                       r"|figure|figcaption|small)\b[^>]*>", re.I)
 MARK = "\x00"  # brackets a link's target in cleaned prose
-NEXT_HEADING = re.compile(r"^(#{2,3})\s+(?:Next|What's next|Up next)\b.*$", re.M | re.I)
-HEADING = re.compile(r"^(#{1,6})\s", re.M)
+NEXT_WORDS = r"\s+(?:Next|What's next|Up next)\b.*?"  # a "## Next" section, to the next heading of its level or higher
+NEXT = re.compile(rf"^##{NEXT_WORDS}(?=^#{{1,2}}\s|\Z)|^###{NEXT_WORDS}(?=^#{{1,3}}\s|\Z)", re.M | re.S | re.I)
 ROLE = re.compile(r"\{term\}`([^`<]*?)\s*(?:<([^`>]*)>)?`")
 DOC_ROLE = re.compile(r"\{doc\}`([^`<]*?)\s*(?:<([^`>]*)>)?`")
 MD_LINK = re.compile(r"(?<!!)\[([^\]]*)\]\(([^)\s]*)[^)]*\)")
 FENCE = re.compile(r"^(`{3,}|~{3,})(?!\{(?!code-cell))([^\n]*)\n.*?^\1[ \t]*$", re.S | re.M)
+ENTRY = re.compile(r"^((?:\S.*\n)+)((?:[ \t]+.*\n|\s*\n)*)", re.M)  # its names, unindented; its definition
 POINTER = re.compile(r"Taught in \{doc\}`([^`<]*?)\s*<([^`>]+)>`")
 KNOW_FIRST = re.compile(r"\*\*What to know first:?\*\*:?(.*?)(?:\n\s*\n|\Z)", re.S | re.I)
 LESSON_NUMBER = re.compile(r"\blessons?\s+(\d+)((?:\s*(?:,|and|to|-|–)\s*\d+)*)", re.I)
@@ -91,10 +85,8 @@ LESSON_NUMBER = re.compile(r"\blessons?\s+(\d+)((?:\s*(?:,|and|to|-|–)\s*\d+)*
 @dataclass
 class Entry:
     names: list[str]
-    definition: str
-    taught_in: str | None = None  # a page of the contents, as _toc.yml writes it
-    link_text: str = ""
-    forms: set[str] = field(default_factory=set)
+    taught_in: str | None  # a page of the contents, as _toc.yml writes it
+    link_text: str
 
     @property
     def name(self) -> str:
@@ -103,13 +95,13 @@ class Entry:
 
 @dataclass
 class Book:
-    """What the rules read: the contents in order, the lessons' markdown cells, the glossary."""
+    """What the rules read: the contents in order, the lessons' markdown cells, the pages, the glossary."""
 
     order: list[str]  # every page of _toc.yml in reading order, e.g. "notebooks/03_infonce"
     cells: dict[str, list[tuple[int, str]]]  # lesson -> its markdown cells, as (index in the notebook, source)
     titles: dict[str, str]  # page -> its title
     glossary: str  # the text of book/glossary.md
-    found: dict = field(default_factory=dict, repr=False, compare=False)  # uses(), once per glossary
+    pages: dict[str, str] = field(default_factory=dict)  # a markdown page -> its text
 
     @property
     def lessons(self) -> list[str]:
@@ -128,58 +120,33 @@ def toc_order(toc_text: str) -> list[str]:
 
 def read_book(root: Path = ROOT) -> Book:
     order = toc_order((root / "_toc.yml").read_text())
-    cells, titles = {}, {}
-    for page in order:
-        nb_path, md_path = root / f"{page}.ipynb", root / f"{page}.md"
-        if nb_path.exists():
-            nb = json.loads(nb_path.read_text())
-            cells[page] = [(i, "".join(c["source"])) for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown"]
-            text = cells[page][0][1] if cells[page] else ""
-        elif md_path.exists():
-            text = md_path.read_text()
-        else:
-            continue
-        title = re.search(r"^# (.+)$", text, re.M)
-        titles[page] = title.group(1).strip() if title else ""
-    return Book(order, cells, titles, (root / "book" / "glossary.md").read_text())
+    cells = {page: [(i, "".join(c["source"])) for i, c in enumerate(json.loads(path.read_text())["cells"])
+                    if c["cell_type"] == "markdown"] for page in order if (path := root / f"{page}.ipynb").exists()}
+    pages = {page: path.read_text() for page in order if (path := root / f"{page}.md").exists()}
+    titles = {page: title.group(1).strip() if (title := re.search(r"^# (.+)$", text, re.M)) else ""
+              for page, text in ({p: c[0][1] if c else "" for p, c in cells.items()} | pages).items()}
+    return Book(order, cells, titles, (root / "book" / "glossary.md").read_text(), pages)
 
 
 def parse_glossary(text: str) -> list[Entry]:
-    """The entries of the ```{glossary} block: unindented lines are names, indented ones define."""
+    """The entries of the ```{glossary} block, each with the page its last sentence says teaches it."""
     block = re.search(r"^```\{glossary\}[^\n]*\n(.*?)^```", text, re.S | re.M)
-    entries: list[Entry] = []
-    current = None
-    for line in (block.group(1) if block else "").splitlines():
-        if not line.strip():
-            continue
-        if not line[0].isspace():
-            if current is None or current.definition:
-                current = Entry([], "")
-                entries.append(current)
-            current.names.append(line.strip())
-        elif current is not None:
-            current.definition += line.strip() + " "
-    for entry in entries:
-        pointer = POINTER.search(entry.definition)
-        if pointer:
-            entry.link_text, entry.taught_in = pointer.group(1), resolve("book/glossary", pointer.group(2))
+    entries = []
+    for names, definition in ENTRY.findall(block.group(1) if block else ""):
+        pointer = POINTER.search(" ".join(definition.split()))
+        link_text, target = pointer.groups() if pointer else ("", None)
+        entries.append(Entry([n.strip() for n in names.splitlines()], target and resolve("book/glossary", target),
+                             link_text))
     return entries
 
 
 def resolve(page: str, target: str) -> str:
     """A link target relative to ``page`` as _toc.yml names pages: "../notebooks/03_infonce.ipynb" from
     "book/glossary" is "notebooks/03_infonce"."""
-    target = target.split("#")[0]
-    target = re.sub(r"\.(ipynb|md)$", "", target)
+    target = re.sub(r"\.(ipynb|md)$", "", target.split("#")[0])
     if target.startswith("/"):
         return target.lstrip("/")
-    parts: list[str] = []
-    for part in (PurePosixPath(page).parent / target).parts:
-        if part == "..":
-            parts = parts[:-1]
-        elif part != ".":
-            parts.append(part)
-    return "/".join(parts)
+    return posixpath.normpath(posixpath.join(posixpath.dirname(page), target))
 
 
 def lookup(entries: list[Entry]) -> dict[str, Entry]:
@@ -192,49 +159,28 @@ def role_target(display: str, target: str | None) -> str:
 
 # ---- what a lesson's prose says -------------------------------------------------------------------
 
-def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", text.lower())}
-
-
-def strip_next(cell: str) -> str:
-    """Drop a "## Next" section: from its heading to the next heading of its level or higher."""
-    match = NEXT_HEADING.search(cell)
-    if not match:
-        return cell
-    level = len(match.group(1))
-    rest = cell[match.end():]
-    stop = next((m.start() for m in HEADING.finditer(rest) if len(m.group(1)) <= level), len(rest))
-    return cell[:match.start()] + rest[stop:]
-
-
-def _names_a_page(shown: str, titles: dict[str, str]) -> bool:
-    """A section reference's text that only names a page: every word of it in one page's title."""
-    words = set(re.findall(r"[\w-]+", shown.lower()))
-    return bool(words) and any(words <= set(re.findall(r"[\w-]+", title.lower())) for title in titles.values())
+def names_a_page(shown: str, titles) -> bool:
+    """Text that only names a page: every word of it in one of the `titles`."""
+    words = set(re.findall(r"[a-z0-9]+", shown.lower()))
+    return bool(words) and any(words <= set(re.findall(r"[a-z0-9]+", title.lower())) for title in titles)
 
 
 def clean(cell: str, page: str, titles: dict[str, str]) -> str:
     """The prose a reader reads as prose, with {term} roles kept for the caller."""
-    text = strip_next(cell)
-    text = FENCE.sub("\n", text)
+    text = FENCE.sub("\n", NEXT.sub("", cell))
     text = re.sub(r"\{(?:glue|glue:\w+|numref|eq|download)\}`[^`]*`", " ", text)
-    text = re.sub(r"\{ref\}`([^`<]*?)\s*<[^`>]*>`", lambda m: " " if _names_a_page(m.group(1), titles) else m.group(1),
-                  text)
+    text = re.sub(r"\{ref\}`([^`<]*?)\s*<[^`>]*>`",
+                  lambda m: " " if names_a_page(m.group(1), titles.values()) else m.group(1), text)
     text = re.sub(r"\{ref\}`[^`]*`", " ", text)
 
-    def page_name(display: str, target: str) -> bool:
-        title = titles.get(resolve(page, target))
-        return bool(title) and _words(display) <= _words(title)
-
     def link(display: str, target: str) -> str:
-        shown = " " if page_name(display, target) else display
+        shown = " " if names_a_page(display, [titles.get(resolve(page, target), "")]) else display
         return f"{shown} {MARK}{target}{MARK} "  # the target stays, marked, for the paragraph's links
 
     text = MD_LINK.sub(lambda m: link(m.group(1), m.group(2)), text)
     text = DOC_ROLE.sub(lambda m: link(m.group(1), m.group(2) or m.group(1)), text)
     text = re.sub(r"<https?://[^>]*>|https?://\S+", " ", text)
-    text = HTML_TAG.sub(" ", text)
-    return text
+    return HTML_TAG.sub(" ", text)
 
 
 def form_pattern(form: str) -> re.Pattern:
@@ -245,16 +191,14 @@ def form_pattern(form: str) -> re.Pattern:
 def entry_patterns(entries: list[Entry], book: Book) -> dict[str, list[re.Pattern]]:
     """Every plain-text form of every entry (see the module's docstring)."""
     by_name = lookup(entries)
-    for entry in entries:
-        entry.forms = {n.lower() for n in entry.names if "@" not in n}
-        entry.forms |= {f.lower() for f in FORMS.get(entry.name, [])}
+    forms = {e.name: {n.lower() for n in e.names + FORMS.get(e.name, []) if "@" not in n} for e in entries}
     for page in book.lessons:
         for _, cell in book.cells.get(page, []):
             for display, target in ROLE.findall(cell):
                 entry = by_name.get(role_target(display, target))
                 if entry is not None and "@" not in display:
-                    entry.forms.add(" ".join(display.split()).lower())
-    patterns = {e.name: [form_pattern(f) for f in sorted(e.forms, key=lambda f: (-len(f), f))] for e in entries}
+                    forms[entry.name].add(" ".join(display.split()).lower())
+    patterns = {name: [form_pattern(f) for f in sorted(fs, key=lambda f: (-len(f), f))] for name, fs in forms.items()}
     for name, metric in METRICS.items():
         if name in patterns:
             patterns[name].append(re.compile(r"(?<![\w@./-])(?:" + metric + r")(?![\w@])", re.I))
@@ -272,13 +216,6 @@ class Use:
 
 def uses(book: Book, entries: list[Entry]) -> list[Use]:
     """Every use of an entry in every lesson, once per entry and paragraph."""
-    key = tuple((tuple(e.names), e.taught_in) for e in entries)
-    if key not in book.found:
-        book.found[key] = _uses(book, entries)
-    return book.found[key]
-
-
-def _uses(book: Book, entries: list[Entry]) -> list[Use]:
     by_name = lookup(entries)
     patterns = entry_patterns(entries, book)
     found = []
@@ -295,55 +232,44 @@ def _uses(book: Book, entries: list[Entry]) -> list[Use]:
                         role = f"{{term}}`{display}{' <' + target + '>' if target else ''}`"
                         found.append(Use(page, i, entry.name, role, links))
                 plain = ROLE.sub(" ", paragraph)
-                for entry in entries:
-                    if entry.name in seen:
-                        continue
+                for entry in (e for e in entries if e.name not in seen):
                     everyday = EVERYDAY.get(entry.name)
                     text = re.sub(everyday, " ", plain, flags=re.I) if everyday else plain
-                    for pattern in patterns[entry.name]:
-                        match = pattern.search(text)
-                        if match:
-                            seen.add(entry.name)
-                            found.append(Use(page, i, entry.name, " ".join(match.group(0).split()), links))
-                            break
+                    match = next((m for p in patterns[entry.name] if (m := p.search(text))), None)
+                    if match:
+                        found.append(Use(page, i, entry.name, " ".join(match.group(0).split()), links))
     return found
-
-
-def know_first(cell: str) -> str | None:
-    match = KNOW_FIRST.search(cell)
-    return match.group(1) if match else None
 
 
 # ---- the rules ------------------------------------------------------------------------------------
 
-def pointer_problems(book: Book, entries: list[Entry]) -> list[str]:
-    """Each entry names a page of the contents that teaches it, with the lesson's right number."""
+def pointer_problems(book: Book, entries: list[Entry], used: set[tuple[str, str]]) -> list[str]:
+    """Each entry names a page of the contents that teaches it, with the lesson's right number, and that
+    page uses it (`used`: (page, entry) pairs)."""
     problems = []
-    used = {(u.page, u.entry) for u in uses(book, entries)}
     for entry in entries:
         if entry.taught_in is None:
-            problems.append(f"glossary: {entry.name!r} does not say where it is taught "
+            problems.append(f"{entry.name!r} does not say where it is taught "
                             "(end it with: Taught in {doc}`lesson N <../notebooks/NN_name>`.)")
-            continue
-        if entry.taught_in not in book.order:
-            problems.append(f"glossary: {entry.name!r} is taught in {entry.taught_in!r}, which is not in _toc.yml")
-            continue
-        if entry.taught_in in book.lessons:
+        elif entry.taught_in not in book.order:
+            problems.append(f"{entry.name!r} is taught in {entry.taught_in!r}, which is not in _toc.yml")
+        elif entry.taught_in in book.lessons:
             number = book.lessons.index(entry.taught_in) + 1
             said = re.fullmatch(r"\s*lesson\s+(\d+)\s*", entry.link_text, re.I)
             if not said or int(said.group(1)) != number:
-                problems.append(f"glossary: {entry.name!r} links to {entry.taught_in} as {entry.link_text!r}; "
+                problems.append(f"{entry.name!r} links to {entry.taught_in} as {entry.link_text!r}; "
                                 f"the contents make it lesson {number}")
             if (entry.taught_in, entry.name) not in used:
-                problems.append(f"glossary: {entry.name!r} is taught in lesson {number} ({entry.taught_in}), "
+                problems.append(f"{entry.name!r} is taught in lesson {number} ({entry.taught_in}), "
                                 "whose prose never uses it")
     return problems
 
 
-def violations(book: Book, entries: list[Entry] | None = None) -> dict[str, list[str]]:
-    """Rules 1-3 of the module's docstring, by lesson (each lesson's list in cell order)."""
-    entries = parse_glossary(book.glossary) if entries is None else entries
-    taught = {e.name: e.taught_in for e in entries}
+def check(book: Book) -> dict[str, list[str]]:
+    """The rules of the module's docstring: "book/glossary" -> its pointers' problems, and each lesson ->
+    its problems in cell order."""
+    entries = parse_glossary(book.glossary)
+    by_name, taught = lookup(entries), {e.name: e.taught_in for e in entries}
     position = {page: i for i, page in enumerate(book.order)}
     lessons = book.lessons
     found: dict[str, list[tuple[int, str]]] = {page: [] for page in lessons}
@@ -351,28 +277,29 @@ def violations(book: Book, entries: list[Entry] | None = None) -> dict[str, list
     def where(page: str) -> str:
         return f"lesson {lessons.index(page) + 1} ({page})" if page in lessons else page
 
+    every_use = uses(book, entries)
     reported: set[tuple[str, int, str]] = set()  # one line per lesson, cell and entry
-    for use in uses(book, entries):
-        page = taught.get(use.entry)
-        if page is None or use.page not in position or (use.page, use.cell, use.entry) in reported:
-            continue  # pointer_problems reports an entry that names no page
+    for use in every_use:
+        page = taught[use.entry]
+        if page is None or (use.page, use.cell, use.entry) in reported:
+            continue  # the glossary's problems say an entry names no page
         if page not in position:  # a lesson not written yet: nothing before it teaches the term
-            reported.add((use.page, use.cell, use.entry))
-            found[use.page].append((use.cell, f"cell {use.cell}: {use.said!r} ({use.entry}) is taught in "
-                                               f"{page}, which the contents do not list yet"))
+            why = f"taught in {page}, which the contents do not list yet"
         elif page in lessons and position[page] > position[use.page]:
-            reported.add((use.page, use.cell, use.entry))
-            found[use.page].append((use.cell, f"cell {use.cell}: {use.said!r} ({use.entry}) is taught in "
-                                               f"{where(page)}"))
+            why = f"taught in {where(page)}"
         elif page not in lessons and page not in use.paragraph_links:
-            reported.add((use.page, use.cell, use.entry))
-            found[use.page].append((use.cell, f"cell {use.cell}: {use.said!r} ({use.entry}) is taught on "
-                                               f"{page}, and the paragraph does not link there"))
+            why = f"taught on {page}, and the paragraph does not link there"
+        else:
+            continue
+        reported.add((use.page, use.cell, use.entry))
+        found[use.page].append((use.cell, f"cell {use.cell}: {use.said!r} ({use.entry}) is {why}"))
     for page in lessons:
         for i, cell in book.cells.get(page, []):
-            text = know_first(cell)
-            if text is None:
-                continue
+            for display, target in ROLE.findall(cell):
+                if role_target(display, target) not in by_name:
+                    found[page].append((i, f"cell {i}: {{term}}`{display}` names no entry of the glossary"))
+            know_first = KNOW_FIRST.search(cell)
+            text = know_first.group(1) if know_first else ""
             named = {resolve(page, t) for t in re.findall(r"\]\(([^)\s]+)", text)}
             named |= {resolve(page, t) for _, t in DOC_ROLE.findall(text) if t}
             for first, more in LESSON_NUMBER.findall(text):
@@ -386,22 +313,11 @@ def violations(book: Book, entries: list[Entry] | None = None) -> dict[str, list
                 if target in position and position[target] > position[page]:
                     found[page].append((i, f"cell {i}: 'What to know first' names {where(target)}, "
                                            "which comes after this lesson"))
-    return {page: [text for _, text in sorted(items, key=lambda x: x[0])] for page, items in found.items()}
-
-
-def report(book: Book) -> str:
-    entries = parse_glossary(book.glossary)
-    lines = []
-    problems = pointer_problems(book, entries)
-    if problems:
-        lines += ["## The glossary's pointers", ""] + [f"- {p}" for p in problems] + [""]
-    for page, items in violations(book, entries).items():
-        number = book.lessons.index(page) + 1
-        lines += [f"## Lesson {number}: {page}", ""]
-        lines += [f"- {text}" for text in items] or ["- none"]
-        lines.append("")
-    return "\n".join(lines)
+    used = {(u.page, u.entry) for u in every_use}
+    return {"book/glossary": pointer_problems(book, entries, used)} | {
+        page: [text for _, text in sorted(items, key=lambda x: x[0])] for page, items in found.items()}
 
 
 if __name__ == "__main__":
-    print(report(read_book()))
+    for page, problems in check(read_book()).items():
+        print(f"## {page}\n\n" + "\n".join(f"- {p}" for p in problems or ["none"]) + "\n")

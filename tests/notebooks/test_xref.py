@@ -1,24 +1,18 @@
-"""Cross-references held like numbers: the rules of tests/notebooks/xref.py on the book as it is, and
-on constructed texts, to show that each rule can fail (erratum 1's sentence among them)."""
+"""Cross-references held like numbers: the rule of tests/notebooks/xref.py on the book as it is, and on
+constructed texts, to show that it can fail (erratum 1's sentence among them)."""
 
 from __future__ import annotations
 
-from tests.notebooks.xref import Text, claims, labels, problems, read_texts, sentences
+from tests.notebooks.order import read_book
+from tests.notebooks.xref import Text, claims, problems, read_texts, sentences
 
-TEXTS = read_texts()
 
 def test_every_claim_about_a_lesson_points_at_its_label():
-    found = problems(TEXTS)
+    found = problems(read_texts(read_book()))
     assert not found, "\n".join(found)
 
 
-def test_labels_are_defined_once_and_in_lessons():
-    defined, twice = labels(TEXTS)
-    assert not twice, "\n".join(twice)
-    assert defined["sec-accumulation"] == 7 and defined["sec-clip-loss"] == 9
-
-
-# ---- constructed texts: each rule fails ------------------------------------------------------------
+# ---- constructed texts: the rule fails ---------------------------------------------------------------
 
 LESSON_7 = Text("notebooks/07_x.ipynb cell 1", 7, "(sec-accumulation)=\n**Practice 3.** A colleague accumulates.")
 
@@ -51,9 +45,3 @@ def test_links_docs_and_plain_refs_are_mentions():
     assert claims("In lesson 7, accumulation.", defined) == []        # no verb: not a claim
     assert [" ".join(s.split()) for s in sentences("A `lesson 7 shows` in code. B.\n\nC")] == [
         "A in code.", "B.", "C"]
-
-
-def test_unknown_labels_and_twice_defined_labels_fail():
-    page = Text("book/page.md", None, "See {ref}`sec-nowhere`.\n\n(sec-accumulation)=\nAgain.")
-    found = problems([LESSON_7, page])
-    assert any("names no label" in p for p in found) and any("defined twice" in p for p in found)

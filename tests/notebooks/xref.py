@@ -1,45 +1,28 @@
 """Cross-references held like numbers: "lesson N shows X" must point at the cell of lesson N that does.
 
-A sentence that says another lesson shows, does or teaches something is a claim about that
-lesson, and claims drift when lessons change (a sentence said lesson 7 adds up the gradients of
-small batches to imitate a big one after lesson 7 had come to teach the opposite). So such a
-sentence must carry a reference to the place that holds it, and the place must be in the lesson
-named.
-
-The convention. The place is a MyST target in one of lesson N's markdown cells, a line of its
-own before the paragraph or heading it names,
+A sentence saying another lesson shows, does or teaches something is a claim about that lesson,
+and such claims drift when lessons change. So the sentence carries a ``{ref}`` to a MyST target
+in one of lesson N's markdown cells, a line of its own before the paragraph or heading it names,
 
     (sec-accumulation)=
 
-(labels start with ``sec-``; each is defined once in the book), and the sentence links to it with
-the ``{ref}`` role: ``{ref}`lesson 7 shows <sec-accumulation>```, or a plain
-``{ref}`sec-accumulation```. Sphinx checks that the label exists (``-W -n``); this module checks
-that it is in the lesson the sentence names.
+and links to it: ``{ref}`lesson 7 shows <sec-accumulation>``` or ``{ref}`sec-accumulation```.
+Sphinx (``-W -n`` in ``make book``) fails on a label that is missing or defined twice; this module
+checks that the label is in the lesson the sentence names.
 
-What counts as a claim (`CLAIM`): a mention of a lesson ("lesson 7", "lessons 7", a link
-``[Fine-tuning](07_finetuning.ipynb)``, ``{doc}`...<../notebooks/07_finetuning>```), followed by
-one of the verbs of `VERBS` ("lesson 7 shows", "[Mining](06_mining.ipynb) found"). A ``{ref}``
-whose label lives in lesson N is itself a mention of lesson N and holds the claim.
-
-The rules (`problems`):
-
-1. A claim about lesson N has, in its sentence, a ``{ref}`` to a label defined in lesson N.
-2. Every ``{ref}`` label a page uses is defined in some lesson or page (Sphinx says so too, but
-   only in a full build).
-3. A label is defined once.
-
-Scope: the markdown cells of the lessons and the book's pages (``book/*.md``); code blocks and
-inline code are left out. ``python -m tests.notebooks.xref`` prints every problem.
+A claim (`CLAIM`) is a mention of a lesson ("lesson 7", a link ``[Fine-tuning](07_finetuning.ipynb)``,
+``{doc}`...<../notebooks/07_finetuning>```, or a ``{ref}`` to a label in lesson 7) followed by one
+of the `VERBS` ("lesson 7 shows"). The rule (`problems`): a claim about lesson N has, in its
+sentence, a ``{ref}`` to a label defined in lesson N. Scope: the lessons' markdown cells and the
+book's pages, code left out. ``python -m tests.notebooks.xref`` prints every problem.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.notebooks.order import Book, read_book
 
 VERBS = ("shows", "showed", "does", "did", "teaches", "taught", "adds", "added", "trains", "trained",
          "computes", "computed", "finds", "found", "measures", "measured", "builds", "built", "asks",
@@ -66,29 +49,16 @@ class Text:
     text: str
 
 
-def read_texts(root: Path = ROOT) -> list[Text]:
-    """The markdown of every lesson (one Text per cell) and every book page."""
-    out = []
-    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        for i, cell in enumerate(cells):
-            if cell["cell_type"] == "markdown":
-                out.append(Text(f"{path.relative_to(root)} cell {i}", int(path.name[:2]), "".join(cell["source"])))
-    for path in sorted((root / "book").glob("*.md")):
-        out.append(Text(str(path.relative_to(root)), None, path.read_text(encoding="utf-8")))
-    return out
+def read_texts(book: Book) -> list[Text]:
+    """The markdown of every lesson (one Text per cell) and every page of the book."""
+    lessons = [Text(f"{page}.ipynb cell {i}", int(page.split("/")[-1][:2]), text)
+               for page in book.lessons for i, text in book.cells.get(page, [])]
+    return lessons + [Text(f"{page}.md", None, text) for page, text in book.pages.items()]
 
 
-def labels(texts: list[Text]) -> tuple[dict[str, int | None], list[str]]:
-    """label -> the lesson that defines it (None: a book page), and the labels defined twice."""
-    found: dict[str, int | None] = {}
-    twice = []
-    for t in texts:
-        for m in LABEL.finditer(t.text):
-            if m["label"] in found:
-                twice.append(f"{t.where}: label ({m['label']})= is defined twice")
-            found[m["label"]] = t.lesson
-    return found, twice
+def labels(texts: list[Text]) -> dict[str, int | None]:
+    """label -> the lesson that defines it (None: a book page)."""
+    return {m["label"]: t.lesson for t in texts for m in LABEL.finditer(t.text)}
 
 
 def sentences(text: str) -> list[str]:
@@ -96,45 +66,29 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE_END.split(CODE.sub(" ", text)) if s.strip()]
 
 
-def _lesson_of(m: re.Match, defined: dict[str, int | None]) -> int | None:
-    for group in ("n", "link", "doc"):
-        if m[group]:
-            return int(m[group])
-    return defined.get(m["refd"] or m["refp"] or "")
-
-
 def claims(sentence: str, defined: dict[str, int | None]) -> list[tuple[int, str]]:
     """The lessons a sentence makes a claim about, with the words of each claim."""
     out = []
     for m in CLAIM.finditer(sentence):
-        lesson = _lesson_of(m, defined)
+        number = m["n"] or m["link"] or m["doc"]
+        lesson = int(number) if number else defined.get(m["refd"] or m["refp"])
         if lesson is not None:
             out.append((lesson, m[0]))
     return out
 
 
-def refs(sentence: str) -> list[str]:
-    return [m["target"] or m["plain"] for m in REF.finditer(sentence)]
-
-
 def problems(texts: list[Text]) -> list[str]:
-    """Every broken rule of the module docstring, one line each."""
-    defined, out = labels(texts)
+    """Every claim of a sentence about another lesson without a {ref} to a label in that lesson."""
+    defined = labels(texts)
+    out = []
     for t in texts:
         for sentence in sentences(t.text):
-            held = {defined.get(label, -1) for label in refs(sentence)}
-            for label in refs(sentence):
-                if label not in defined:
-                    out.append(f"{t.where}: {{ref}}`{label}` names no label of the book")
-            for lesson, words in claims(sentence, defined):
-                if lesson == t.lesson:
-                    continue  # a lesson speaking of itself
-                if lesson not in held:
-                    out.append(f"{t.where}: {words!r} claims something of lesson {lesson} without a {{ref}} "
-                               f"to a label in lesson {lesson}: {sentence[:160]!r}")
+            held = {defined.get(m["target"] or m["plain"]) for m in REF.finditer(sentence)}
+            out += [f"{t.where}: {words!r} claims something of lesson {lesson} without a {{ref}} to a label in "
+                    f"lesson {lesson}: {sentence[:160]!r}"
+                    for lesson, words in claims(sentence, defined) if lesson != t.lesson and lesson not in held]
     return out
 
 
 if __name__ == "__main__":
-    found = problems(read_texts())
-    print("\n".join(found) or "no problems")
+    print("\n".join(problems(read_texts(read_book()))) or "no problems")
