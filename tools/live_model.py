@@ -301,6 +301,7 @@ def export(folder: Path, out: Path) -> dict:
                           input_names=list(names), output_names=["last_hidden_state"],
                           dynamic_shapes={n: {0: batch, 1: sequence} for n in names},
                           opset_version=18, dynamo=True, external_data=False, verbose=False)
+        drop_provenance(out / "model.onnx")
         quantize(out / "model.onnx", out / "model_quantized.onnx")
 
     model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
@@ -322,6 +323,18 @@ def export(folder: Path, out: Path) -> dict:
     _write_json(out / "tokenizer_config.json", config)
     shutil.copyfile(folder / "config.json", out / "config.json")
     return {"max_abs_difference": checks, "max_tokens": limit}
+
+
+def drop_provenance(path: Path) -> None:
+    """Remove what the exporter records of the build from the ONNX file at ``path``: each node's stack
+    trace (this checkout's paths and line numbers) and module names. The served files are then the
+    same from any clone, and name no folder of the machine that built them."""
+    import onnx
+
+    proto = onnx.load(str(path))
+    for node in proto.graph.node:
+        del node.metadata_props[:]
+    onnx.save(proto, str(path))
 
 
 def quantize(fp32: Path, out: Path) -> None:

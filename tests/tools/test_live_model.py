@@ -245,3 +245,20 @@ def test_the_layers_matrices_have_matrix_bits_levels(tmp_path):
     x = np.random.default_rng(1).normal(size=(1, k)).astype(np.float32)
     y = ort.InferenceSession(str(tmp_path / "int.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     assert np.allclose(y, x.astype(np.float64) @ numbers, atol=1e-4)
+
+
+def test_the_served_model_names_no_folder_of_the_build(tmp_path):
+    """`drop_provenance`: the exporter's record of each node (a stack trace through this checkout's files)
+    leaves the file; the graph computes as before."""
+    from onnx import TensorProto, helper, load, save
+
+    node = helper.make_node("Relu", ["x"], ["y"])
+    helper.set_metadata_props(node, {"pkg.torch.onnx.stack_trace": f'File "{ROOT}/tools/live_model.py", line 1'})
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    path = tmp_path / "model.onnx"
+    save(helper.make_model(helper.make_graph([node], "g", [x], [y])), str(path))
+    assert str(ROOT).encode() in path.read_bytes()
+    live_model.drop_provenance(path)
+    assert str(ROOT).encode() not in path.read_bytes()
+    assert [n.op_type for n in load(str(path)).graph.node] == ["Relu"]
