@@ -2,24 +2,9 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
-from nbval.plugin import get_sanitize_patterns
 
-CFG = Path(__file__).resolve().parents[3] / "tools" / "outputs" / "nbval_sanitize.cfg"
-
-
-def sanitize(text: str) -> str:
-    """Apply the patterns in file order, as nbval does."""
-    for regex, replace in get_sanitize_patterns(CFG.read_text(encoding="utf-8")):
-        text = re.sub(regex, replace, text)
-    return text
-
-
-def test_the_file_has_patterns():
-    assert len(get_sanitize_patterns(CFG.read_text(encoding="utf-8"))) >= 3
+from tools.outputs.spread import sanitize
 
 
 @pytest.mark.parametrize(

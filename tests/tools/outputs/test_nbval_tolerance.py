@@ -27,10 +27,6 @@ from tools.outputs.nbval_tolerance import (
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def raws(text: str) -> list[str]:
-    return [n.raw for n in split_numbers(text)[1]]
-
-
 @pytest.mark.parametrize(
     "text, numbers",
     [
@@ -47,7 +43,7 @@ def raws(text: str) -> list[str]:
     ],
 )
 def test_what_counts_as_a_number(text, numbers):
-    assert raws(text) == numbers
+    assert [n.raw for n in split_numbers(text)[1]] == numbers
 
 
 def test_the_words_between_numbers_rebuild_the_text():
@@ -63,64 +59,49 @@ def test_a_number_knows_its_last_digit():
 
 
 ATOL = Tolerance(atol=Decimal("0.01"))
+BOTH = Tolerance(atol=Decimal("0.01"), rtol=Decimal("0.01"))  # allows 0.01 + 0.01 * 10 = 0.11 at 10, as numpy.isclose
+RTOL = Tolerance(rtol=Decimal("0.2"))
+COUNTS = Tolerance(rtol=Decimal("0.02"), integers=True)
 
 
-def test_a_number_inside_its_tolerance_passes():
-    assert compare_text("spread 0.02\n", "spread 0.03\n", ATOL) == []      # exactly 0.01: decimals, not floats
-    assert compare_text("loss 1.0\n", "loss 1.1\n", Tolerance(atol=Decimal("0.1"))) == []  # 1.1 - 1.0 > 0.1 in floats
-    assert compare_text("0.1 and 0.2", "0.1 and 0.2", ATOL) == []
+@pytest.mark.parametrize("stored, new, tolerance, holds", [
+    ("spread 0.02\n", "spread 0.03\n", ATOL, True),                    # exactly 0.01: decimals, not floats
+    ("loss 1.0\n", "loss 1.1\n", Tolerance(atol=Decimal("0.1")), True),  # 1.1 - 1.0 > 0.1 in floats
+    ("10.00", "10.11", BOTH, True),
+    ("10.00", "10.12", BOTH, False),
+    ("1e-3", "1.2e-3", RTOL, True),
+    ("1e-3", "1.3e-3", RTOL, False),
+    ("0.0", "0.1", RTOL, False),                                        # nothing relative to zero
+    ("gap 0.01", "gap -0.01", ATOL, False),                             # a sign change moves by 0.02
+    ("gap 0.00", "gap -0.00", ATOL, True),                              # minus zero is zero
+    ("400 steps: 0.42", "401 steps: 0.42", Tolerance(atol=Decimal(5)), False),  # integers exact unless declared
+    ("400 steps: 0.42", "401 steps: 0.42", Tolerance(atol=Decimal(5), integers=True), True),
+    ("1,797 digits, 95%", "1,800 digits, 96%", COUNTS, True),
+    ("1,797 digits, 95%", "1,900 digits, 96%", COUNTS, False),
+])
+def test_numbers_are_compared_within_the_tolerance(stored, new, tolerance, holds):
+    assert (compare_text(stored, new, tolerance) == []) is holds
 
 
 def test_a_number_outside_its_tolerance_fails_naming_both_numbers_and_the_tolerance():
-    problems = compare_text("tau  loss\n0.05 2.45\n", "tau  loss\n0.05 2.47\n", ATOL)
-    assert len(problems) == 1
-    assert "line 2" in problems[0] and "'0.05 2.45'" in problems[0]
-    assert "stored 2.45, new 2.47" in problems[0] and "off by 0.02" in problems[0] and "atol 0.01" in problems[0]
+    assert compare_text("tau  loss\n0.05 2.45\n", "tau  loss\n0.05 2.47\n", ATOL) == [
+        "line 2 '0.05 2.45': stored 2.45, new 2.47: off by 0.02, tolerance 0.01 (atol 0.01)"]
 
 
-def test_relative_and_absolute_tolerances_add_as_in_numpy_isclose():
-    both = Tolerance(atol=Decimal("0.01"), rtol=Decimal("0.01"))     # allows 0.01 + 0.01 * 10 = 0.11 at 10
-    assert compare_text("10.00", "10.11", both) == []
-    assert compare_text("10.00", "10.12", both) != []
-    relative = Tolerance(rtol=Decimal("0.2"))
-    assert compare_text("1e-3", "1.2e-3", relative) == []
-    assert compare_text("1e-3", "1.3e-3", relative) != []
-    assert compare_text("0.0", "0.1", relative) != []                 # nothing relative to zero
-
-
-def test_a_sign_change_is_a_move_and_minus_zero_is_zero():
-    assert compare_text("gap 0.01", "gap -0.01", ATOL) != []          # moved by 0.02
-    assert compare_text("gap 0.00", "gap -0.00", ATOL) == []
-
-
-@pytest.mark.parametrize(
-    "stored, new",
-    [
-        ("loss 0.42", "gain 0.42"),              # a word
-        ("loss 0.42", "loss: 0.42"),             # punctuation
-        ("loss  0.42", "loss 0.42"),             # spacing
-        ("model x2", "model x3"),                # digits glued to a word are words
-        ("torch 2.13.0", "torch 2.13.1"),        # so are versions
-        ("seen in Qwen3", "seen in Qwen4"),
-    ],
-)
-def test_changed_words_fail_whatever_the_tolerance(stored, new):
-    problems = compare_text(stored, new, Tolerance(atol=Decimal(1000), integers=True))
-    assert problems and "words changed" in problems[0]
-
-
-@pytest.mark.parametrize("stored, new", [("0.1 0.2", "0.1"), ("0.1", "0.1 0.2"), ("[0.1, 0.2]", "[0.1, 0.2, 0.3]")])
-def test_a_missing_or_an_extra_number_fails(stored, new):
-    problems = compare_text(stored, new, Tolerance(atol=Decimal(1000)))
-    assert problems and "count of numbers changed" in problems[0]
-
-
-def test_integers_are_exact_unless_declared():
-    assert compare_text("400 steps: 0.42", "401 steps: 0.42", Tolerance(atol=Decimal(5))) != []
-    assert compare_text("400 steps: 0.42", "401 steps: 0.42", Tolerance(atol=Decimal(5), integers=True)) == []
-    counts = Tolerance(rtol=Decimal("0.02"), integers=True)
-    assert compare_text("1,797 digits, 95%", "1,800 digits, 96%", counts) == []
-    assert compare_text("1,797 digits, 95%", "1,900 digits, 96%", counts) != []
+@pytest.mark.parametrize("stored, new, why", [
+    ("loss 0.42", "gain 0.42", "the words changed, line 1:"),
+    ("loss 0.42", "loss: 0.42", "the words changed"),            # punctuation
+    ("a\nloss  0.42", "a\nloss 0.42", "the words changed, line 2:\n      stored: 'loss  0.42'"),  # spacing
+    ("model x2", "model x3", "the words changed"),               # digits glued to a word are words
+    ("torch 2.13.0", "torch 2.13.1", "the words changed"),       # so are versions
+    ("seen in Qwen3", "seen in Qwen4", "the words changed"),
+    ("0.1 0.2", "0.1", "the count of numbers changed: 2 stored, 1 new"),
+    ("0.1", "0.1 0.2", "the count of numbers changed"),
+    ("[0.1, 0.2]", "[0.1, 0.2,\n 0.3]", "the count of numbers changed: 2 stored, 3 new; 1 lines stored, 2 new"),
+])
+def test_changed_words_or_count_fail_whatever_the_tolerance(stored, new, why):
+    (problem,) = compare_text(stored, new, Tolerance(atol=Decimal(1000), integers=True))
+    assert problem.startswith(why)
 
 
 @pytest.mark.parametrize(
@@ -139,7 +120,7 @@ def test_a_declaration_is_read_from_the_cell_metadata(metadata, expected):
 @pytest.mark.parametrize(
     "declared",
     [{"tol": 0.1}, {"atol": -0.1}, {"atol": "0.1"}, {"atol": True}, {"atol": 0}, {}, 0.1,
-     {"atol": 0.1, "integers": "yes"}, {"atol": math.inf}],
+     {"atol": 0.1, "integers": "yes"}, {"atol": math.inf}, {"rtol": math.nan}],
 )
 def test_a_malformed_declaration_is_an_error(declared):
     with pytest.raises(DeclarationError):
@@ -158,7 +139,7 @@ def stand_in(metadata: dict, sanitize=lambda s: s) -> SimpleNamespace:
     item = SimpleNamespace(
         cell=nbformat.from_dict({"id": "c007", "metadata": metadata}), cell_num=7,
         parent=SimpleNamespace(skip_compare=SKIP),
-        sanitize=sanitize, fspath=ROOT / "notebooks" / "03_lesson.ipynb", config=SimpleNamespace(rootdir=ROOT),
+        sanitize=sanitize, nodeid="notebooks/03_lesson.ipynb::Cell 7",
     )
     item.format_output_compare = lambda key, left, right: item.comparison_traceback.append(f"mismatch {key}")
     return item
@@ -182,23 +163,17 @@ def test_a_declared_cell_compares_after_the_sanitize_patterns():
     assert tol.compare_outputs(item, [stdout("took 2.5 s\n")], [stdout("took TIME\n")]) is True
 
 
-def test_a_cell_without_declaration_goes_to_nbval_unchanged(monkeypatch):
+@pytest.mark.parametrize("metadata, test", [({}, [stdout("0.03\n")]),               # undeclared
+                                             ({"nbval": {"atol": 1}}, [])])        # an output missing
+def test_other_cells_go_to_nbval_unchanged(monkeypatch, metadata, test):
     calls = []
     monkeypatch.setattr(tol, "_nbval_compare", lambda self, test, ref, skip=None: calls.append((test, ref)) or False)
-    item = stand_in({})
-    assert tol.compare_outputs(item, [stdout("0.03\n")], [stdout("0.02\n")]) is False
-    assert len(calls) == 1
-
-
-def test_a_declared_cell_with_outputs_missing_goes_to_nbval(monkeypatch):
-    calls = []
-    monkeypatch.setattr(tol, "_nbval_compare", lambda self, test, ref, skip=None: calls.append(1) or False)
-    assert tol.compare_outputs(stand_in({"nbval": {"atol": 1}}), [], [stdout("0.02\n")]) is False
-    assert calls == [1]
+    assert tol.compare_outputs(stand_in(metadata), test, [stdout("0.02\n")]) is False
+    assert calls == [(test, [stdout("0.02\n")])]
 
 
 def test_a_malformed_declaration_fails_the_cell_by_name():
-    with pytest.raises(DeclarationError, match=r"03_lesson.ipynb, cell 7 \(id c007\).*unknown keys"):
+    with pytest.raises(DeclarationError, match=r"03_lesson.ipynb, cell 7 \(id c007\).*'tolerance' was unexpected"):
         tol.compare_outputs(stand_in({"nbval": {"tolerance": 0.1}}), [stdout("1\n")], [stdout("1\n")])
 
 
