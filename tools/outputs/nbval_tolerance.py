@@ -5,13 +5,8 @@ nbval's ``IPyNbCell.compare_outputs`` by one that compares the numbers of a cell
 by value and hands every other cell to nbval unchanged. Under ``--nbval`` it makes what ``make nbval``
 passes the defaults: the sanitize file beside it and this environment's kernel.
 
-The declaration, in the cell's metadata, written by ``make spread SPREAD_ARGS=--declare`` (tests/README.md,
-"Writing a stable output")::
-
-    "nbval": {"atol": 0.03}                    |new - stored| <= 0.03
-    "nbval": {"rtol": 0.002}                   |new - stored| <= 0.002 * |stored|
-    "nbval": {"atol": 0.01, "rtol": 0.001}     |new - stored| <= atol + rtol * |stored|
-    "nbval": {"atol": 0.3, "integers": true}   integers are compared within it too
+The declaration, in the cell's metadata (``"nbval": {"atol": 0.03}``, ``rtol``, ``"integers": true``;
+tests/README.md, "Writing a stable output"), is written by ``make spread SPREAD_ARGS=--declare``.
 
 A declared cell's text (after nbval's sanitize patterns) is split into numbers and the words between
 them. The words (spaces and punctuation included) must be equal, so the count of numbers is too. A
@@ -26,6 +21,7 @@ closing bracket is a hyphen (``Qwen3-Embedding-0.6B``, ``2026-12-01``), not a si
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -140,7 +136,8 @@ def declaration(cell) -> Tolerance | None:
         jsonschema.validate(declared, DECLARATION)
     except jsonschema.ValidationError as err:
         raise DeclarationError(f'metadata "{KEY}": {err.message} (declare, for example, {{"atol": 0.03}})') from None
-    tolerance = Tolerance(*(Decimal(repr(declared.get(k, 0))) for k in ("atol", "rtol")), declared.get("integers", False))
+    atol, rtol = (Decimal(repr(declared.get(k, 0))) for k in ("atol", "rtol"))
+    tolerance = Tolerance(atol, rtol, declared.get("integers", False))
     if tolerance.atol.is_nan() or tolerance.rtol.is_nan():  # NaN passes the schema, and every comparison
         raise DeclarationError(f'metadata "{KEY}": atol and rtol must be numbers, got {declared!r}')
     return tolerance
@@ -192,7 +189,8 @@ def text_view(item, outputs, skip_compare=None) -> dict[str, list]:
 def where(item) -> str:
     """`notebooks/x.ipynb, cell 7 (id c012)`: nbval's cell number counts code cells from 0."""
     cell_id = item.cell.get("id")
-    return f"{item.nodeid.split('::')[0]}, cell {item.cell_num}" + (f" (id {cell_id})" if cell_id else "")
+    path = Path(os.path.relpath(item.fspath, item.config.rootdir)).as_posix()
+    return f"{path}, cell {item.cell_num}" + (f" (id {cell_id})" if cell_id else "")
 
 
 def output_pairs(stored: dict, new: dict) -> list[tuple[str, int, object, object]] | None:
@@ -246,12 +244,3 @@ def pytest_configure(config):
             option.nbval_sanitize_with = str(SANITIZE_FILE)
         if not option.nbval_kernel_name and not getattr(option, "current_env", False):
             option.nbval_current_env = True
-
-
-def pytest_unconfigure(config):
-    global _nbval_compare
-    if _nbval_compare is not None:
-        from nbval.plugin import IPyNbCell
-
-        IPyNbCell.compare_outputs = _nbval_compare
-        _nbval_compare = None

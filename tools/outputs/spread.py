@@ -72,9 +72,9 @@ SETTINGS: dict[str, dict[str, str]] = {
                      "MKL_CBWR": "COMPATIBLE", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
                      "OPENBLAS_CORETYPE": "Prescott"},
 }
-KNOBS = ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-         "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "MKL_DEBUG_CPU_TYPE", "OPENBLAS_CORETYPE",
-         "OPENBLAS_VERBOSE", "NUMEXPR_NUM_THREADS")
+# Each run starts without any knob the environment sets, so that it measures its setting alone.
+KNOBS = {k for env in SETTINGS.values() for k in env} | {"MKL_DEBUG_CPU_TYPE", "OPENBLAS_VERBOSE",
+                                                        "NUMEXPR_NUM_THREADS"}
 # The quiet, offline environment the Makefile exports.
 QUIET_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
              "TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYTHONHASHSEED": "0",
@@ -85,11 +85,9 @@ def alt_cpu(makefile: Path = ROOT / "Makefile") -> dict[str, str]:
     """The Makefile's ALT_CPU (the second nbval pass), as a dict."""
     text = makefile.read_text(encoding="utf-8").replace("\\\n", " ")
     found = re.search(r"^ALT_CPU\s*:?=(.*)$", text, re.MULTILINE)
-    if not found:
-        raise SystemExit(f"{makefile}: no ALT_CPU := ... line (the setting of make nbval-alt)")
-    pairs = [word.split("=", 1) for word in shlex.split(found.group(1))]
+    pairs = [word.split("=", 1) for word in shlex.split(found.group(1))] if found else []
     if not pairs or any(len(p) != 2 for p in pairs):
-        raise SystemExit(f"{makefile}: ALT_CPU is not a list of NAME=value: {found.group(1).strip()!r}")
+        raise SystemExit(f"{makefile}: no ALT_CPU := NAME=value ... line (the setting of make nbval-alt)")
     return dict(pairs)
 
 
@@ -210,12 +208,12 @@ def sanitize(text: str) -> str:
 
 
 def ignored(cell) -> bool:
-    """nbval does not compare this cell's output (a comment marker or a tag)."""
-    lines = [line.strip().lstrip("#").strip() for line in "".join(cell.get("source", "")).splitlines()
-             if line.strip().startswith("#")]
-    tags = cell.get("metadata", {}).get("tags", [])
-    return bool({"NBVAL_IGNORE_OUTPUT", "NBVAL_SKIP", "PYTEST_VALIDATE_IGNORE_OUTPUT"} & set(lines)
-                or {"nbval-ignore-output", "nbval-skip"} & set(tags))
+    """nbval does not compare this cell's output: its comment markers or tags, as nbval reads them."""
+    from nbval.plugin import find_comment_markers, find_metadata_tags
+
+    options = dict(find_metadata_tags(cell.get("metadata", {})))
+    options.update(find_comment_markers("".join(cell.get("source", ""))))  # the comments win, as in nbval
+    return options.get("check") is False or options.get("skip", False)
 
 
 def cell_numbers(cell) -> list[Number]:
@@ -296,8 +294,12 @@ def digit_problems(tolerance: Tolerance | None, moves: list[Move]) -> list[str]:
     return sorted(problems)
 
 
-def check_cell(cell, moves: list[Move], changed: dict[str, str], errors: dict[str, str]) -> list[str]:
-    """Why a cell breaks the rule; empty when it holds."""
+def check_cell(cell, measured: dict | None) -> list[str]:
+    """Why a cell breaks the rule under its notebook's measurement (None: none that holds); empty when it holds."""
+    moves, changed, errors = [], {}, {}
+    if measured:
+        moves, changed, errors = (moves_of(measured, cell.id), found_in(measured, "changed", cell.id),
+                                  found_in(measured, "errors", cell.id))
     problems = []
     if errors:
         problems.append(f"fails under {', '.join(sorted(errors))}: {next(iter(errors.values()))}")
@@ -315,19 +317,15 @@ def check_cell(cell, moves: list[Move], changed: dict[str, str], errors: dict[st
     return problems + tolerance_problems(tolerance, moves) + digit_problems(tolerance, moves)
 
 
-def check_measured_cell(cell, measured: dict) -> list[str]:
-    cid = cell.id
-    return check_cell(cell, moves_of(measured, cid), found_in(measured, "changed", cid), found_in(measured, "errors", cid))
-
-
 def check_notebook(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
     """Every way the notebook breaks the rule, or its measurement is missing or stale: a cell printing
     other numbers than measured asks for `make spread` on its notebook; one printing none needs none."""
     name = path.resolve().relative_to(root.resolve()).as_posix()
     again = f"run make spread SPREAD_ARGS=\"--notebook {path.stem}\""
-    code = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-    if any(not c.get("id") for c in code):
-        return [f"{name}: cells without ids: {again} --add-ids"]
+    try:
+        code = code_cells(path)
+    except ValueError as err:
+        return [f"{name}: {err}"]
     measured = measurement.get("notebooks", {}).get(name) or {"cells": {}, "machines": {}}
     problems = []
     for i, cell in enumerate(code):
@@ -347,8 +345,7 @@ def check_notebook(path: Path, measurement: dict, root: Path = ROOT) -> list[str
                 f"missing or changed: {', '.join(missing)}: {again}"]
     for i, cell in enumerate(code):
         holds = measuring and measured["cells"].get(cell.id, {}).get("numbers") == printed(cell)
-        found = check_measured_cell(cell, measured) if holds else check_cell(cell, [], {}, {})
-        problems += [f"{name}, cell {i} (id {cell.id}): {p}" for p in found]
+        problems += [f"{name}, cell {i} (id {cell.id}): {p}" for p in check_cell(cell, measured if holds else None)]
     return problems
 
 
@@ -444,11 +441,11 @@ def save(measurement: dict, path: Path = MEASUREMENT, root: Path = ROOT) -> None
 
 
 def code_cells(path: Path) -> list:
+    """A notebook's code cells. nbformat gives a 4.5 notebook's cells their own ids as it reads it; an older one's
+    have none, and the measurement keys on them."""
     cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-    ids = [c.get("id") for c in cells]
-    if not all(ids) or len(set(ids)) != len(ids):
-        raise SystemExit(f"{path.name}: every code cell needs its own id (nbformat 4.5): "
-                         f"run python -m tools.outputs.spread --add-ids --notebook {path.stem}")
+    if not all(c.get("id") for c in cells):
+        raise ValueError(f"cells without ids: run make spread SPREAD_ARGS=\"--notebook {path.stem} --add-ids\"")
     return cells
 
 
@@ -510,9 +507,8 @@ def report(notebooks: list[Path], measurement: dict) -> None:
         if measured is None:
             print(f"{name}: not measured")
             continue
-        for where, runs in sorted(measured.get("machines", {}).items()):
-            seconds = ", ".join(f"{s} {r['seconds']:.0f} s" for s, r in sorted(runs.items()))
-            print(f"{name} on {where}: {len(runs)} settings ({seconds})")
+        machines = ", ".join(f"{m} ({len(runs)} settings)" for m, runs in sorted(measured["machines"].items()))
+        print(f"{name}: measured on {machines}")
         now = records(path)
         for cid, info in sorted(measured["cells"].items(), key=lambda kv: kv[1]["index"]):
             if cid in now and now[cid]["source"] != info.get("source") and now[cid]["numbers"] == info.get("numbers"):
@@ -555,7 +551,7 @@ def declare(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
                 cell.metadata[KEY] = proposed.as_metadata()
                 notes.append(f"{where}: declared {proposed}" + (f" (was {current})" if current else ""))
             changed = True
-        notes += [f"{where}: to fix by hand: {p}" for p in check_measured_cell(cell, measured)]
+        notes += [f"{where}: to fix by hand: {p}" for p in check_cell(cell, measured)]
     if changed:
         nbformat.write(nb, str(path))
     return notes
