@@ -1,13 +1,12 @@
 """Measure how far each notebook cell's printed numbers move on other CPUs: `make spread` (--help;
 tests/README.md, "Writing a stable output", has the rule this measures for and its commands).
 
-Each notebook runs under nbval as `make nbval` runs it (kernel, sanitize file, tolerance plugin),
-niced, once per setting: a knob that makes this machine pick the kernels another CPU would. This
-module is also the pytest plugin each run loads to record what every cell printed; the notebook is
-never written (except its cell metadata, by --declare). Which printed numbers moved, and to what, go
-into spread.json by notebook, machine, setting and cell id, beside the numbers each cell printed; a
-run on another machine adds to it while the cells print the numbers measured. check_notebook holds a
-notebook's declared tolerances to that measurement (tests/tools/outputs/test_spread.py).
+Each notebook runs under nbval as `make nbval` runs it, niced, once per setting: a knob that makes
+this machine pick the kernels another CPU would. This module is also the pytest plugin each run loads
+to record what every cell printed (the notebook is never written, but for --declare's cell metadata).
+Which printed numbers moved, and to what, go into spread.json by notebook, machine, setting and cell
+id, beside the numbers each cell printed; another machine's runs add to it while the cells print the
+numbers measured. check_notebook holds a notebook's tolerances to it (tests/tools/outputs/test_spread.py).
 """
 
 from __future__ import annotations
@@ -120,10 +119,8 @@ class Move:
 
 
 def one_number(raw: str) -> Number:
-    numbers = split_numbers(raw)[1]
-    if len(numbers) != 1:
-        raise ValueError(f"not one number: {raw!r}")
-    return numbers[0]
+    (number,) = split_numbers(raw)[1]  # a ValueError unless exactly one
+    return number
 
 
 def compare_views(stored: dict, new: dict) -> tuple[list[dict], str | None]:
@@ -466,12 +463,11 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
     for path in notebooks:
         name = path.relative_to(ROOT).as_posix()
         cells = records(path)
-        entry = measurement["notebooks"].get(name)
-        if entry is not None and not same_numbers(entry.get("cells", {}), cells):
+        entry = measurement["notebooks"].get(name) or {"machines": {}}
+        if entry["machines"] and not same_numbers(entry["cells"], cells):
             print(f"{name}: its cells print other numbers than when last measured; the old measurement is dropped "
-                  f"(every machine's: {', '.join(sorted(entry.get('machines', {}))) or 'none'})")
-            entry = None
-        entry = {"machines": {}} if entry is None else entry
+                  f"(every machine's: {', '.join(sorted(entry['machines']))})")
+            entry = {"machines": {}}
         entry["cells"] = cells
         print(f"{name}: {len(chosen)} settings, {len(cells)} code cells, on {here}", flush=True)
         for setting, env in chosen.items():

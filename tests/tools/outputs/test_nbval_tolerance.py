@@ -156,13 +156,7 @@ def test_a_malformed_declaration_fails_the_cell_by_name():
         tol.compare_outputs(stand_in({"nbval": {"tolerance": 0.1}}), [stdout("1\n")], [stdout("1\n")])
 
 
-def test_the_project_settings_load_the_plugin_into_this_run():
-    from nbval.plugin import IPyNbCell
-
-    assert IPyNbCell.compare_outputs is tol.compare_outputs
-
-
-# ---- end to end: pytest --nbval on a notebook, in a subprocess, from the repository root -----------
+# ---- end to end: pytest --nbval on a notebook, in a subprocess, with the project's settings ---------
 
 def cell(stored: str, declared: dict | None = None) -> nbformat.NotebookNode:
     """A cell printing `loss 1.645 after 400 steps`, stored as having printed loss `stored`."""
