@@ -103,7 +103,7 @@ def test_changed_words_or_count_fail_whatever_the_tolerance(stored, new, why):
     ({"rtol": 0.002, "integers": True}, Tolerance(rtol=Decimal("0.002"), integers=True)),
     ({"atol": 1, "rtol": 0.1}, Tolerance(atol=Decimal(1), rtol=Decimal("0.1"))),
     *[(malformed, DeclarationError) for malformed in (
-        {"tol": 0.1}, {"atol": -0.1}, {"atol": "0.1"}, {"atol": True}, {"atol": 0}, {}, 0.1,
+        {"atol": 0.03, "tol": 0.1}, {"atol": -0.1}, {"atol": "0.1"}, {"atol": True}, {"atol": 0}, {}, 0.1,
         {"atol": 0.1, "integers": "yes"}, {"atol": math.inf}, {"rtol": math.nan})],
 ])
 def test_a_declaration_is_read_from_the_cell_metadata(declared, expected):
