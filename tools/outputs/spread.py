@@ -1,55 +1,23 @@
-"""Measure how far each notebook cell's printed numbers move on other CPUs: `make spread`.
+"""Measure how far each notebook cell's printed numbers move on other CPUs: `make spread` (--help;
+tests/README.md, "Writing a stable output", has the rule this measures for and its commands).
 
-    python -m tools.outputs.spread                       every notebook, every setting
-    python -m tools.outputs.spread --notebook 03         one notebook (a name or its start)
-    python -m tools.outputs.spread --settings here,nbval-alt --notebook 03
-    python -m tools.outputs.spread --declare             measure, then write tolerances
-    python -m tools.outputs.spread --no-run --declare    write tolerances from the stored measurement
-    python -m tools.outputs.spread --no-run              report the stored measurement
-    python -m tools.outputs.spread --list                the settings
-
-Each notebook runs under nbval (as `make nbval` runs it: same kernel, sanitize file and
-comparison) once per setting, each setting a knob that makes this machine compute as another
-would: PyTorch's CPU kernel level, the thread count, MKL's and OpenBLAS's code paths, and the
-combination of the second nbval pass (the Makefile's ALT_CPU). nbval reads the notebook and runs
-its cells in a kernel; the file is never written (except by --declare, which changes only cell
-metadata). For every cell it writes down which printed numbers moved against the stored output,
-and to what, in tools/outputs/spread.json (keyed by notebook, machine, setting and cell id), beside the
-numbers each cell printed when measured. Measuring
-some settings or notebooks replaces those of this machine and keeps the rest, other machines'
-included, as long as the cells print the same numbers: the same setting picks other kernels on another
-CPU (MKL takes other code paths on AMD and Intel), so the tolerances cover every machine measured.
-
-The rule (tests/README.md, "Writing a stable output"; tests/tools/outputs/test_spread.py holds it):
-
-- A number's move is |new - stored| as printed, exact decimals; a move of 0 (``-0.00`` against
-  ``0.00``) counts as one unit of its last digit, the resolution at which it was measured.
-- A cell whose numbers moved declares a tolerance covering MARGIN (3) times its largest move;
-  --declare writes MARGIN times the move, rounded up to one significant digit: "atol", or
-  "rtol" (times the relative move) when that gives the cell's numbers the smaller allowance in
-  the geometric mean, and "integers": true when an integer moved.
-- A declared atol or rtol more than FAR (10) times the cell's largest move (absolute or
-  relative) is too loose: it checks nothing. A cell that never moved declares nothing.
-- A number that moved is printed to the digits its tolerance leaves meaningful: its allowance
-  stays below DIGITS (10) units of its last printed digit.
-- Words that change, or a cell that fails, under any setting: no tolerance covers that; the
-  output has to change (an aggregate over seeds, fewer digits, a figure).
-- The measurement holds while each cell prints the numbers measured. A cell printing other
-  numbers (a new cell, or an edit that moved its output) is measured again; a cell that prints no
-  number, or whose code changed but prints the same numbers, is not (nbval-alt and the Colab
-  twin still compare its numbers on every run; --no-run lists the cells whose code changed).
-
-The measurement runs niced (--nice 15) and one run at a time (--jobs 1), so it can run in the
-background on a busy 2-core machine.
+Each notebook runs under nbval as `make nbval` runs it, niced, once per setting: a knob that makes
+this machine pick the kernels another CPU would. This module is also the pytest plugin each run loads
+to record what every cell printed (the notebook is never written, but for --declare's cell metadata).
+Which printed numbers moved, and to what, go into spread.json by notebook, machine, setting and cell
+id, beside the numbers each cell printed; another machine's runs add to it while the cells print the
+numbers measured. check_notebook holds a notebook's tolerances to it (tests/tools/outputs/test_spread.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import math
 import os
+import platform
 import re
 import shlex
 import signal
@@ -57,35 +25,36 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from tools.outputs.nbval_tolerance import (
     KEY,
+    SANITIZE_FILE,
     DeclarationError,
     Number,
     Tolerance,
-    cell_fingerprint,
     declaration,
+    line_at,
+    mismatch,
+    output_pairs,
     split_numbers,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
-MEASUREMENT = HERE / "spread.json"
-SANITIZE = HERE / "nbval_sanitize.cfg"
+MEASUREMENT = Path(__file__).resolve().parent / "spread.json"
 
 MARGIN = Decimal(3)   # a tolerance covers 3 x the largest measured move
 FAR = Decimal(10)     # ... and stays within 10 x it
 DIGITS = Decimal(10)  # a moved number's allowance stays below 10 units of its last digit
+TIMEOUT = 3600        # seconds one notebook run may take
 
-# The knobs (tests/README.md): each makes this machine pick the kernels another would pick.
-# "nbval-alt" is added from the Makefile's ALT_CPU, the setting of the second nbval pass.
+# The knobs (tests/README.md); "nbval-alt", the second nbval pass, is added from the Makefile's ALT_CPU.
 SETTINGS: dict[str, dict[str, str]] = {
     "here": {},
     "aten-default": {"ATEN_CPU_CAPABILITY": "default"},
@@ -102,9 +71,9 @@ SETTINGS: dict[str, dict[str, str]] = {
                      "MKL_CBWR": "COMPATIBLE", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
                      "OPENBLAS_CORETYPE": "Prescott"},
 }
-KNOBS = ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-         "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "MKL_DEBUG_CPU_TYPE", "OPENBLAS_CORETYPE",
-         "OPENBLAS_VERBOSE", "NUMEXPR_NUM_THREADS")
+# Each run starts without any knob the environment sets, so that it measures its setting alone.
+KNOBS = {k for env in SETTINGS.values() for k in env} | {"MKL_DEBUG_CPU_TYPE", "OPENBLAS_VERBOSE",
+                                                        "NUMEXPR_NUM_THREADS"}
 # The quiet, offline environment the Makefile exports.
 QUIET_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
              "TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYTHONHASHSEED": "0",
@@ -115,11 +84,9 @@ def alt_cpu(makefile: Path = ROOT / "Makefile") -> dict[str, str]:
     """The Makefile's ALT_CPU (the second nbval pass), as a dict."""
     text = makefile.read_text(encoding="utf-8").replace("\\\n", " ")
     found = re.search(r"^ALT_CPU\s*:?=(.*)$", text, re.MULTILINE)
-    if not found:
-        raise SystemExit(f"{makefile}: no ALT_CPU := ... line (the setting of make nbval-alt)")
-    pairs = [word.split("=", 1) for word in shlex.split(found.group(1))]
+    pairs = [word.split("=", 1) for word in shlex.split(found.group(1))] if found else []
     if not pairs or any(len(p) != 2 for p in pairs):
-        raise SystemExit(f"{makefile}: ALT_CPU is not a list of NAME=value: {found.group(1).strip()!r}")
+        raise SystemExit(f"{makefile}: no ALT_CPU := NAME=value ... line (the setting of make nbval-alt)")
     return dict(pairs)
 
 
@@ -138,7 +105,6 @@ class Move:
     line: str
     at: str = ""  # which number of which output
 
-
     @property
     def size(self) -> Decimal:
         """|new - stored|; a move by formatting only (-0.00 and 0.00) counts one unit of its last digit."""
@@ -153,39 +119,24 @@ class Move:
 
 
 def one_number(raw: str) -> Number:
-    numbers = split_numbers(raw)[1]
-    if len(numbers) != 1:
-        raise ValueError(f"not one number: {raw!r}")
-    return numbers[0]
+    (number,) = split_numbers(raw)[1]  # a ValueError unless exactly one
+    return number
 
 
 def compare_views(stored: dict, new: dict) -> tuple[list[dict], str | None]:
     """The numbers that moved (as JSON records) and, if the text changed otherwise, how."""
-    if set(stored) != set(new):
-        return [], f"output kinds {sorted(stored)} became {sorted(new)}"
+    pairs = output_pairs(stored, new)
+    if pairs is None:
+        return [], f"outputs { {k: len(v) for k, v in stored.items()} } became { {k: len(v) for k, v in new.items()} }"
     moved = []
-    for key in sorted(stored):
-        if len(stored[key]) != len(new[key]):
-            return [], f"{key}: {len(stored[key])} outputs became {len(new[key])}"
-        for i, (s, n) in enumerate(zip(stored[key], new[key])):
-            if not (isinstance(s, str) and isinstance(n, str)):
-                if s != n:
-                    return [], f"{key}, output {i + 1}: changed"
-                continue
-            s_words, s_numbers = split_numbers(s)
-            n_words, n_numbers = split_numbers(n)
-            if s_words != n_words or len(s_numbers) != len(n_numbers):
-                for s_line, n_line in zip(s.split("\n"), n.split("\n")):
-                    if split_numbers(s_line)[0] != split_numbers(n_line)[0] or \
-                            len(split_numbers(s_line)[1]) != len(split_numbers(n_line)[1]):
-                        return [], f"{key}, output {i + 1}: {s_line.strip()!r} became {n_line.strip()!r}"
-                return [], f"{key}, output {i + 1}: the lines changed"
-            for j, (a, b) in enumerate(zip(s_numbers, n_numbers)):
-                if a.raw != b.raw:
-                    start = s.rfind("\n", 0, a.start) + 1
-                    end = s.find("\n", a.start)
-                    moved.append({"output": key, "at": [i, j], "line": s[start:end if end >= 0 else None],
-                                  "stored": a.raw, "new": b.raw})
+    for key, i, s, n in pairs:
+        texts = isinstance(s, str) and isinstance(n, str)
+        why = mismatch(s, n) if texts else ("changed" if s != n else None)
+        if why:
+            return [], f"{key}, output {i + 1}: {why}"
+        for j, (a, b) in enumerate(zip(split_numbers(s)[1], split_numbers(n)[1]) if texts else []):
+            if a.raw != b.raw:
+                moved.append({"output": key, "at": [i, j], "line": line_at(s, a.start), "stored": a.raw, "new": b.raw})
     return moved, None
 
 
@@ -206,28 +157,20 @@ def analyse(record: dict) -> dict:
 
 
 def runs_of(measured: dict) -> list[tuple[str, str, dict]]:
-    """Every stored run of a notebook: (setting, machine, run), over every machine measured."""
-    return [(setting, machine, run) for machine, runs in sorted(measured.get("machines", {}).items())
+    """Every stored run of a notebook, `(setting [machine], setting, run)`, over every machine measured."""
+    return [(f"{setting} [{machine}]", setting, run) for machine, runs in sorted(measured.get("machines", {}).items())
             for setting, run in sorted(runs.items())]
-
-
-def label(setting: str, machine: str) -> str:
-    """A run's name in messages: `nbval-alt [AMD EPYC, 2 CPUs]`."""
-    return f"{setting} [{machine}]"
 
 
 def moves_of(measured: dict, cid: str) -> list[Move]:
     """Every move of a cell's numbers, over the stored settings of every machine."""
-    return [Move(label(setting, machine), one_number(m["stored"]), one_number(m["new"]), m["line"],
-                 f"{m['output']}{m['at']}")
-            for setting, machine, run in runs_of(measured)
-            for m in run.get("moved", {}).get(cid, [])]
+    return [Move(label, one_number(m["stored"]), one_number(m["new"]), m["line"], f"{m['output']}{m['at']}")
+            for label, _, run in runs_of(measured) for m in run.get("moved", {}).get(cid, [])]
 
 
 def found_in(measured: dict, what: str, cid: str) -> dict[str, str]:
     """The runs in which a cell's words changed (what="changed") or it failed ("errors"), by run name."""
-    return {label(setting, machine): run[what][cid] for setting, machine, run in runs_of(measured)
-            if cid in run.get(what, {})}
+    return {label: run[what][cid] for label, _, run in runs_of(measured) if cid in run.get(what, {})}
 
 
 # ---- the rule ----------------------------------------------------------------------------------
@@ -244,35 +187,45 @@ def moved_summary(moves: list[Move]) -> str:
 def round_up_1(x: Decimal) -> Decimal:
     """Round up to one significant digit: 0.0301 -> 0.04, 0.03 -> 0.03, 0.96 -> 1."""
     exponent = x.adjusted()
-    digit = math.ceil(x.scaleb(-exponent))
-    return Decimal(digit).scaleb(exponent).normalize()
+    return Decimal(math.ceil(x.scaleb(-exponent))).scaleb(exponent).normalize()
 
 
 @lru_cache(maxsize=1)
-def sanitizers() -> list[tuple[str, str]]:
-    """The sanitize patterns make nbval passes nbval, read by nbval."""
+def _sanitizers() -> list[tuple[str, str]]:
     from nbval.plugin import get_sanitize_patterns
 
-    return get_sanitize_patterns(SANITIZE.read_text(encoding="utf-8"))
+    return get_sanitize_patterns(SANITIZE_FILE.read_text(encoding="utf-8"))
 
 
-def cell_numbers(cell, sanitize: bool = False) -> list[Number]:
-    """The numbers in a cell's stored text outputs (after nbval's sanitize patterns, if asked)."""
+def sanitize(text: str) -> str:
+    """The text as nbval compares it: the sanitize file's patterns applied in order."""
+    for pattern, replace in _sanitizers():
+        text = re.sub(pattern, replace, text)
+    return text
+
+
+def ignored(cell) -> bool:
+    """nbval does not compare this cell's output: its comment markers or tags, as nbval reads them."""
+    from nbval.plugin import find_comment_markers, find_metadata_tags
+
+    options = dict(find_metadata_tags(cell.get("metadata", {})))
+    options.update(find_comment_markers("".join(cell.get("source", ""))))  # the comments win, as in nbval
+    return options.get("check") is False or options.get("skip", False)
+
+
+def cell_numbers(cell) -> list[Number]:
+    """The numbers nbval compares in a cell's stored outputs (none for a cell whose output it ignores)."""
     numbers = []
-    for output in cell.get("outputs", []):
+    for output in [] if ignored(cell) else cell.get("outputs", []):
         texts = [output.get("text", "")] + [v for m, v in output.get("data", {}).items() if m.startswith("text/")]
         for text in texts:
-            text = "".join(text) if isinstance(text, list) else text
-            for pattern, replace in sanitizers() if sanitize else []:
-                text = re.sub(pattern, replace, text)
-            numbers += split_numbers(text)[1]
+            numbers += split_numbers(sanitize("".join(text) if isinstance(text, list) else text))[1]
     return numbers
 
 
 def printed(cell) -> list[str]:
-    """The numbers nbval compares in a cell's stored outputs, as printed: what its spread is measured on
-    (none for a cell whose output nbval ignores)."""
-    return [n.raw for n in cell_numbers(cell, sanitize=True)] if not ignored(cell) else []
+    """The numbers a cell prints, as printed: what its spread is measured on."""
+    return [n.raw for n in cell_numbers(cell)]
 
 
 def source_digest(cell) -> str:
@@ -291,20 +244,7 @@ def propose(moves: list[Move], numbers: list[Number]) -> Tolerance | None:
     if all(m.relative is not None for m in moves):
         candidates.append(Tolerance(rtol=round_up_1(MARGIN * max(m.relative for m in moves)), integers=integers))
     applies = [n.value for n in numbers if (integers or not n.integer) and n.value] or [m.stored.value for m in moves]
-
-    def spread(t: Tolerance) -> float:
-        return sum(math.log10(t.allowance(v)) for v in applies if t.allowance(v))
-
-    return min(candidates, key=spread)
-
-
-def ignored(cell) -> bool:
-    """nbval does not compare this cell's output (a comment marker or a tag)."""
-    lines = [line.strip().lstrip("#").strip() for line in "".join(cell.get("source", "")).splitlines()
-             if line.strip().startswith("#")]
-    tags = cell.get("metadata", {}).get("tags", [])
-    return bool({"NBVAL_IGNORE_OUTPUT", "NBVAL_SKIP", "PYTEST_VALIDATE_IGNORE_OUTPUT"} & set(lines)
-                or {"nbval-ignore-output", "nbval-skip"} & set(tags))
+    return min(candidates, key=lambda t: sum(math.log10(t.allowance(v)) for v in applies if t.allowance(v)))
 
 
 def tolerance_problems(tolerance: Tolerance | None, moves: list[Move]) -> list[str]:
@@ -341,18 +281,22 @@ def tolerance_problems(tolerance: Tolerance | None, moves: list[Move]) -> list[s
 
 def digit_problems(tolerance: Tolerance | None, moves: list[Move]) -> list[str]:
     """A moved number printed to more digits than its tolerance leaves meaningful."""
-    problems = []
+    problems = set()
     for m in moves if tolerance is not None else []:
         allowance = tolerance.allowance(m.stored.value)
         if tolerance.applies_to(m.stored) and not m.stored.integer and allowance >= DIGITS * m.stored.unit:
-            problems.append(f"{m.stored.raw} is printed to {m.stored.unit}, but its tolerance allows {allowance} "
-                            f"({allowance / m.stored.unit:.0f} units of its last digit): print it to "
-                            f"{Decimal(1).scaleb(allowance.adjusted())} (line {m.line.strip()!r})")
-    return sorted(set(problems))
+            problems.add(f"{m.stored.raw} is printed to {m.stored.unit}, but its tolerance allows {allowance} "
+                         f"({allowance / m.stored.unit:.0f} units of its last digit): print it to "
+                         f"{Decimal(1).scaleb(allowance.adjusted())} (line {m.line.strip()!r})")
+    return sorted(problems)
 
 
-def check_cell(cell, moves: list[Move], changed: dict[str, str], errors: dict[str, str]) -> list[str]:
-    """Why a cell breaks the rule; empty when it holds."""
+def check_cell(cell, measured: dict | None) -> list[str]:
+    """Why a cell breaks the rule under its notebook's measurement (None: none that holds); empty when it holds."""
+    moves, changed, errors = [], {}, {}
+    if measured:
+        moves, changed, errors = (moves_of(measured, cell.id), found_in(measured, "changed", cell.id),
+                                  found_in(measured, "errors", cell.id))
     problems = []
     if errors:
         problems.append(f"fails under {', '.join(sorted(errors))}: {next(iter(errors.values()))}")
@@ -371,41 +315,34 @@ def check_cell(cell, moves: list[Move], changed: dict[str, str], errors: dict[st
 
 
 def check_notebook(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
-    """Every way the notebook breaks the rule, or its measurement is missing or stale.
-
-    A cell's measured spread holds while the numbers it prints (its stored outputs, sanitized as
-    nbval compares them) are the numbers measured, even where its code changed since (the report
-    of `make spread SPREAD_ARGS=--no-run` lists those). A cell that prints no number needs no
-    measurement. A cell printing other numbers than measured asks for `make spread` on its notebook."""
+    """Every way the notebook breaks the rule, or its measurement is missing or stale: a cell printing
+    other numbers than measured asks for `make spread` on its notebook; one printing none needs none."""
     name = path.resolve().relative_to(root.resolve()).as_posix()
     again = f"run make spread SPREAD_ARGS=\"--notebook {path.stem}\""
-    nb = nbformat.read(path, as_version=4)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    if any(not c.get("id") for c in code):
-        return [f"{name}: cells without ids: {again} --add-ids"]
+    try:
+        code = code_cells(path)
+    except ValueError as err:
+        return [f"{name}: {err}"]
     measured = measurement.get("notebooks", {}).get(name) or {"cells": {}, "machines": {}}
-    problems, current = [], []
+    problems = []
     for i, cell in enumerate(code):
         numbers, entry = printed(cell), measured["cells"].get(cell.id, {})
         if numbers and entry.get("numbers") != numbers:
             how = (f"prints other numbers than measured ({difference(numbers, entry['numbers'])})" if "numbers" in entry
                    else f"prints {summary(numbers)}, not measured")
             problems.append(f"{name}, cell {i} (id {cell.id}) {how}: {again}")
-        current.append(entry.get("numbers") == numbers)
     if problems:
         return problems
-    if not any(printed(c) for c in code):  # nothing to measure
-        return [f"{name}, cell {i} (id {c.id}): {p}" for i, c in enumerate(code) for p in check_cell(c, [], {}, {})]
+    measuring = any(printed(c) for c in code)  # a notebook printing no number needs no measurement
     want = settings()
-    have = {setting for setting, _, run in runs_of(measured) if run.get("env") == want.get(setting)}
+    have = {setting for _, setting, run in runs_of(measured) if run.get("env") == want.get(setting)}
     missing = [s for s in want if s not in have]
-    if missing:
+    if measuring and missing:
         return [f"{name}: measured under {len(want) - len(missing)} of {len(want)} settings; "
                 f"missing or changed: {', '.join(missing)}: {again}"]
-    for i, (cell, holds) in enumerate(zip(code, current)):
-        found = (check_cell(cell, moves_of(measured, cell.id), found_in(measured, "changed", cell.id),
-                            found_in(measured, "errors", cell.id)) if holds else check_cell(cell, [], {}, {}))
-        problems += [f"{name}, cell {i} (id {cell.id}): {p}" for p in found]
+    for i, cell in enumerate(code):
+        holds = measuring and measured["cells"].get(cell.id, {}).get("numbers") == printed(cell)
+        problems += [f"{name}, cell {i} (id {cell.id}): {p}" for p in check_cell(cell, measured if holds else None)]
     return problems
 
 
@@ -423,129 +360,89 @@ def difference(now: list[str], was: list[str]) -> str:
 
 # ---- measuring ------------------------------------------------------------------------------------
 
-_running: set[subprocess.Popen] = set()
-
-
-def stop(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-def run_setting(notebook: Path, name: str, env_extra: dict[str, str], timeout: float) -> dict:
+def run_setting(notebook: Path, name: str, env_extra: dict[str, str], timeout: float = TIMEOUT) -> dict:
     """One nbval run of a notebook under one setting: what every cell printed."""
     env = {k: v for k, v in os.environ.items() if k not in KNOBS}
-    for key, value in QUIET_ENV.items():
-        env.setdefault(key, value)
-    env.update(env_extra)
+    env = {**QUIET_ENV, **env, **env_extra}
     with tempfile.TemporaryDirectory(prefix="spread-") as tmp:
         record = Path(tmp) / "record.json"
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "-p", "tools.outputs.nbval_tolerance", "-p", "tools.outputs.spread_record",
+               "-p", "tools.outputs.nbval_tolerance", "-p", "tools.outputs.spread",
                "--spread-record", str(record), "--nbval", "--nbval-current-env",
-               "--nbval-sanitize-with", str(SANITIZE), str(notebook)]
+               "--nbval-sanitize-with", str(SANITIZE_FILE), str(notebook)]
         start = time.perf_counter()
-        # Its own process group, so that a timeout or Ctrl-C stops the run with its kernel.
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
-        _running.add(proc)
         try:
             log, _ = proc.communicate(timeout=timeout)
-        except BaseException:
-            stop(proc)
+        except BaseException:  # a timeout or Ctrl-C: stop the run with its kernel (its own process group)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
             raise
-        finally:
-            _running.discard(proc)
-        seconds = time.perf_counter() - start
         if not record.exists():
             raise RuntimeError(f"{notebook.name} under {name}: nbval recorded nothing (exit {proc.returncode}):\n"
                                + "\n".join(log.splitlines()[-30:]))
         cells = json.loads(record.read_text(encoding="utf-8"))
-    return {"env": env_extra, "seconds": round(seconds, 1), **analyse(cells)}
+    return {"env": env_extra, "seconds": round(time.perf_counter() - start, 1), **analyse(cells)}
+
+
+@lru_cache(maxsize=1)
+def _cpuinfo() -> str:
+    with contextlib.suppress(OSError):
+        return Path("/proc/cpuinfo").read_text()
+    return ""
 
 
 def unavailable(env_extra: dict[str, str], cpuinfo: str | None = None) -> str | None:
-    """Why this machine cannot run a setting at all, or None. PyTorch's AVX-512 kernels on a CPU
-    without AVX-512 stop the kernel at its first one with an illegal instruction: no reader's
-    machine runs that way, so the setting is recorded as skipped here, with the reason."""
-    if env_extra.get("ATEN_CPU_CAPABILITY") == "avx512":
-        if cpuinfo is None:
-            try:
-                cpuinfo = Path("/proc/cpuinfo").read_text()
-            except OSError:
-                return None
-        if " avx512f" not in cpuinfo:
-            return "this CPU has no AVX-512 (PyTorch's avx512 kernels stop at an illegal instruction)"
+    """Why this CPU cannot run a setting, or None: PyTorch's AVX-512 kernels on a CPU without AVX-512
+    stop at an illegal instruction, as no reader's machine runs, so the setting is recorded as skipped."""
+    cpuinfo = _cpuinfo() if cpuinfo is None else cpuinfo
+    if env_extra.get("ATEN_CPU_CAPABILITY") == "avx512" and cpuinfo and " avx512f" not in cpuinfo:
+        return "this CPU has no AVX-512 (PyTorch's avx512 kernels stop at an illegal instruction)"
     return None
 
 
 def machine() -> str:
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        import platform
-        cpu = platform.processor() or platform.machine()
-    return f"{cpu}, {os.cpu_count()} CPUs"
+    cpu = re.search(r"^model name\s*:(.*)$", _cpuinfo(), re.MULTILINE)
+    return f"{cpu.group(1).strip() if cpu else platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
 
 
 def find_notebooks(names: list[str]) -> list[Path]:
     every = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    if not names:
-        return every
     chosen = []
     for name in names:
-        path = Path(name)
-        if path.suffix == ".ipynb" and (ROOT / path).is_file():
-            chosen.append((ROOT / path).resolve())
-            continue
         hits = [p for p in every if p.stem.startswith(Path(name).stem)]
         if len(hits) != 1:
             raise SystemExit(f"--notebook {name}: {'no' if not hits else len(hits)} notebooks match "
                              f"({', '.join(p.name for p in every)})")
         chosen.append(hits[0])
-    return chosen
+    return chosen or every
 
 
-def load(path: Path = MEASUREMENT, root: Path = ROOT) -> dict:
-    if not path.exists():
-        return {"notebooks": {}}
-    measurement = json.loads(path.read_text(encoding="utf-8"))
-    for name, entry in measurement.get("notebooks", {}).items():
-        # Written before cells kept their numbers (a digest of source and outputs instead): a cell whose
-        # digest still matches the notebook's takes its numbers from it. Saving writes them down.
-        legacy = {cid: cell for cid, cell in entry.get("cells", {}).items() if "numbers" not in cell}
-        if legacy and (root / name).is_file():
-            now = {c.id: c for c in code_cells(root / name)}
-            for cid, cell in legacy.items():
-                if cid in now and cell_fingerprint(now[cid]) == cell.pop("fingerprint", None):
-                    cell.update(source=source_digest(now[cid]), numbers=printed(now[cid]))
-    return measurement
+def load(path: Path = MEASUREMENT) -> dict:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"notebooks": {}}
 
 
 def save(measurement: dict, path: Path = MEASUREMENT, root: Path = ROOT) -> None:
     """Write the measurement, without the notebooks that are gone (renamed or removed)."""
-    gone = [name for name in measurement["notebooks"] if not (root / name).is_file()]
-    for name in gone:
+    for name in [name for name in measurement["notebooks"] if not (root / name).is_file()]:
         del measurement["notebooks"][name]
         print(f"{name}: gone from the checkout; its measurement is dropped")
     measurement["about"] = ("The printed numbers that moved, per notebook, setting and cell id, against the "
                             "stored output. Written by make spread (tools/outputs/spread.py); read by "
                             "tests/tools/outputs/test_spread.py.")
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(".tmp")  # an interrupted write leaves the last measurement whole
     tmp.write_text(json.dumps(measurement, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
 def code_cells(path: Path) -> list:
-    nb = nbformat.read(path, as_version=4)
-    cells = [c for c in nb.cells if c.cell_type == "code"]
-    ids = [c.get("id") for c in cells]
-    if not all(ids) or len(set(ids)) != len(ids):
-        raise SystemExit(f"{path.name}: every code cell needs its own id (nbformat 4.5): "
-                         f"run python -m tools.outputs.spread --add-ids --notebook {path.stem}")
+    """A notebook's code cells. nbformat gives a 4.5 notebook's cells their own ids as it reads it; an older one's
+    have none, and the measurement keys on them."""
+    cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    if not all(c.get("id") for c in cells):
+        raise ValueError(f"cells without ids: run make spread SPREAD_ARGS=\"--notebook {path.stem} --add-ids\"")
     return cells
 
 
@@ -560,62 +457,36 @@ def same_numbers(a: dict[str, dict], b: dict[str, dict]) -> bool:
     return {cid: c.get("numbers") for cid, c in a.items()} == {cid: c.get("numbers") for cid, c in b.items()}
 
 
-def interruptible(results):
-    """Ctrl-C stops the runs in flight too, so that the pool can close."""
-    try:
-        yield from results
-    except KeyboardInterrupt:
-        for proc in list(_running):
-            stop(proc)
-        raise
-
-
-def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measurement: dict, jobs: int,
-            timeout: float) -> int:
+def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measurement: dict) -> int:
     """Run every notebook under every chosen setting; store what moved. Returns how many runs failed."""
-    failed = 0
+    failed, here = 0, machine()
     for path in notebooks:
         name = path.relative_to(ROOT).as_posix()
         cells = records(path)
-        entry = measurement["notebooks"].get(name)
-        here = machine()
-        if entry is None or not same_numbers(entry.get("cells", {}), cells):
-            if entry is not None:
-                print(f"{name}: its cells print other numbers than when last measured; the old measurement is dropped "
-                      f"(every machine's: {', '.join(sorted(entry.get('machines', {}))) or 'none'})")
+        entry = measurement["notebooks"].get(name) or {"machines": {}}
+        if entry["machines"] and not same_numbers(entry["cells"], cells):
+            print(f"{name}: its cells print other numbers than when last measured; the old measurement is dropped "
+                  f"(every machine's: {', '.join(sorted(entry['machines']))})")
             entry = {"machines": {}}
         entry["cells"] = cells
         print(f"{name}: {len(chosen)} settings, {len(cells)} code cells, on {here}", flush=True)
-
-        def one(item):
-            setting, env = item
+        for setting, env in chosen.items():
             why = unavailable(env)
-            if why:
-                skipped = {"env": env, "seconds": 0.0, "skipped": why, "moved": {}, "changed": {}, "errors": {}}
-                return setting, skipped, None
             try:
-                return setting, run_setting(path, setting, env, timeout), None
+                run = ({"env": env, "seconds": 0.0, "skipped": why, "moved": {}, "changed": {}, "errors": {}}
+                       if why else run_setting(path, setting, env))
             except (RuntimeError, subprocess.TimeoutExpired) as err:
-                return setting, None, err
-
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            results = pool.map(one, chosen.items()) if jobs > 1 else map(one, chosen.items())
-            for setting, run, err in interruptible(results):
-                if err is not None:
-                    failed += 1
-                    print(f"  {setting}: FAILED: {err}", flush=True)
-                    continue
-                run["machine"] = here
-                run["when"] = time.strftime("%Y-%m-%d %H:%M")
-                entry["machines"].setdefault(here, {})[setting] = run
-                if run.get("skipped"):
-                    print(f"  {setting:<18} skipped: {run['skipped']}", flush=True)
-                    continue
-                moved = ", ".join(f"{cells[c]['index']}" for c in run["moved"]) or "none"
-                extra = "".join(f"; {what} in cells {', '.join(str(cells[c]['index']) for c in run[what])}"
-                                for what in ("changed", "errors") if run[what])
-                print(f"  {setting:<18} {run['seconds']:7.1f} s   cells with moved numbers: {moved}{extra}",
-                      flush=True)
+                failed += 1
+                print(f"  {setting}: FAILED: {err}", flush=True)
+                continue
+            run.update(machine=here, when=time.strftime("%Y-%m-%d %H:%M"))
+            entry["machines"].setdefault(here, {})[setting] = run
+            if why:
+                print(f"  {setting:<18} skipped: {why}", flush=True)
+                continue
+            found = "; ".join(f"{what} in cells {', '.join(str(cells[c]['index']) for c in run[what])}"
+                              for what in ("moved", "changed", "errors") if run[what])
+            print(f"  {setting:<18} {run['seconds']:7.1f} s   {found or 'nothing moved'}", flush=True)
         if records(path) != cells:
             print(f"{name}: the notebook changed while it was measured; its measurement is not stored")
             failed += 1
@@ -632,19 +503,18 @@ def report(notebooks: list[Path], measurement: dict) -> None:
         if measured is None:
             print(f"{name}: not measured")
             continue
-        for where, runs in sorted(measured.get("machines", {}).items()):
-            seconds = ", ".join(f"{s} {r['seconds']:.0f} s" for s, r in sorted(runs.items()))
-            print(f"{name} on {where}: {len(runs)} settings ({seconds})")
+        machines = ", ".join(f"{m} ({len(runs)} settings)" for m, runs in sorted(measured["machines"].items()))
+        print(f"{name}: measured on {machines}")
         now = records(path)
         for cid, info in sorted(measured["cells"].items(), key=lambda kv: kv[1]["index"]):
             if cid in now and now[cid]["source"] != info.get("source") and now[cid]["numbers"] == info.get("numbers"):
                 print(f"  cell {now[cid]['index']} (id {cid}): its code changed since it was measured; "
                       f"it prints the numbers measured")
             moves = moves_of(measured, cid)
-            other = {w: sorted(found_in(measured, w, cid)) for w in ("changed", "errors")}
             if moves:
                 print(f"  cell {info['index']} (id {cid}): {moved_summary(moves)}")
-            for what, under in other.items():
+            for what in ("changed", "errors"):
+                under = sorted(found_in(measured, what, cid))
                 if under:
                     print(f"  cell {info['index']} (id {cid}): {what} under {', '.join(under)}")
 
@@ -677,48 +547,30 @@ def declare(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
                 cell.metadata[KEY] = proposed.as_metadata()
                 notes.append(f"{where}: declared {proposed}" + (f" (was {current})" if current else ""))
             changed = True
-        left = check_cell(cell, moves, found_in(measured, "changed", cell.id), found_in(measured, "errors", cell.id))
-        notes += [f"{where}: to fix by hand: {p}" for p in left]
+        notes += [f"{where}: to fix by hand: {p}" for p in check_cell(cell, measured)]
     if changed:
-        tmp = path.with_name(f".{path.name}.declare")
-        nbformat.write(nb, str(tmp))
-        os.replace(tmp, path)
+        nbformat.write(nb, str(path))
     return notes
 
 
-def add_ids(path: Path) -> bool:
-    """Give every cell an id (nbformat 4.5); True if the file changed."""
+def add_ids(path: Path) -> None:
+    """Give every cell its own id: nbformat writes a 4.5 notebook with missing or repeated ids repaired."""
     nb = nbformat.read(path, as_version=4)
-    if all(c.get("id") for c in nb.cells) and len({c.id for c in nb.cells}) == len(nb.cells):
-        return False
-    from nbformat.corpus.words import generate_corpus_id
-
-    seen = set()
-    for cell in nb.cells:
-        if not cell.get("id") or cell.id in seen:
-            cell.id = generate_corpus_id()
-        seen.add(cell.id)
     nb.nbformat_minor = max(nb.nbformat_minor, 5)
     nbformat.write(nb, str(path))
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.outputs.spread",
-                                     description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m tools.outputs.spread", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notebook", action="append", default=[], metavar="NAME",
                         help="a notebook (path, name or the start of its name: 03); repeat for more; default all")
-    parser.add_argument("--settings", default="", metavar="A,B",
-                        help="comma-separated settings (--list); default all")
+    parser.add_argument("--settings", default="", metavar="A,B", help="comma-separated settings (--list); default all")
     parser.add_argument("--no-run", action="store_true", help="run nothing: use the stored measurement")
     parser.add_argument("--declare", action="store_true",
                         help="write each cell's tolerance from the measurement into the notebook (metadata only)")
     parser.add_argument("--add-ids", action="store_true", help="give cells without an id one (nbformat 4.5), then stop")
     parser.add_argument("--list", action="store_true", help="list the settings and stop")
-    parser.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1)")
-    parser.add_argument("--nice", type=int, default=15, help="niceness of the runs (default 15; 0: as started)")
-    parser.add_argument("--timeout", type=float, default=3600, help="seconds one notebook run may take (default 3600)")
     args = parser.parse_args(argv)
 
     every = settings()
@@ -729,40 +581,64 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = find_notebooks(args.notebook)
     if args.add_ids:
         for path in notebooks:
-            print(f"{path.name}: {'ids added' if add_ids(path) else 'every cell has an id'}")
+            add_ids(path)
         return 0
-    chosen = every
-    if args.settings:
-        names = [s.strip() for s in args.settings.split(",") if s.strip()]
-        unknown = [s for s in names if s not in every]
-        if unknown:
-            parser.error(f"unknown settings {unknown}; known: {', '.join(every)}")
-        chosen = {s: every[s] for s in names}
-    if args.jobs < 1:
-        parser.error("--jobs must be at least 1")
+    names = [s.strip() for s in args.settings.split(",") if s.strip()] or list(every)
+    unknown = [s for s in names if s not in every]
+    if unknown:
+        parser.error(f"unknown settings {unknown}; known: {', '.join(every)}")
     measurement = load()
-    if any(not (ROOT / name).is_file() for name in measurement["notebooks"]) or (
-            MEASUREMENT.exists() and measurement != json.loads(MEASUREMENT.read_text(encoding="utf-8"))):
-        save(measurement)  # drops the notebooks that are gone, writes down the numbers load() read
+    if any(not (ROOT / name).is_file() for name in measurement["notebooks"]):
+        save(measurement)  # drops the notebooks that are gone
     failed = 0
     if not args.no_run:
-        if args.nice:
-            os.nice(args.nice)
+        os.nice(15)  # a background job on a busy machine
         start = time.perf_counter()
         try:
-            failed = measure(notebooks, chosen, measurement, args.jobs, args.timeout)
+            failed = measure(notebooks, {s: every[s] for s in names}, measurement)
         except KeyboardInterrupt:
-            for proc in list(_running):
-                stop(proc)
             print("stopped; the notebooks measured in full are stored")
             return 130
         print(f"measured in {time.perf_counter() - start:.0f} s; stored in {MEASUREMENT.relative_to(ROOT)}")
     report(notebooks, measurement)
-    if args.declare:
-        for path in notebooks:
-            for note in declare(path, measurement):
-                print(note)
+    for path in notebooks if args.declare else []:
+        for note in declare(path, measurement):
+            print(note)
     return 1 if failed else 0
+
+
+# ---- the pytest plugin each run loads (-p tools.outputs.spread --spread-record FILE) --------------
+
+_cells: list[dict] = []
+
+
+def pytest_addoption(parser):
+    parser.addoption("--spread-record", metavar="FILE", default=None,
+                     help="write what each notebook cell printed, as nbval compared it, to FILE (JSON)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Record, never change, a cell's result: the outputs as nbval compared them, or its error."""
+    report = yield
+    if call.when == "call" and hasattr(item, "cell_num"):
+        entry = {"id": item.cell.get("id"), "index": item.cell_num, "skipped": report.skipped}
+        view = getattr(item, "nbval_text_view", None)  # set by nbval_tolerance's comparison
+        if view is not None:
+            entry.update(view)
+        elif call.excinfo is not None and not report.skipped:
+            raised = [o for o in getattr(item, "test_outputs", None) or [] if o.get("output_type") == "error"]
+            error = (f"{raised[-1].get('ename')}: {raised[-1].get('evalue')}" if raised
+                     else f"{call.excinfo.typename}: {str(call.excinfo.value).strip()}")
+            entry["error"] = error[:500]
+        _cells.append(entry)
+    return report
+
+
+def pytest_sessionfinish(session, exitstatus):
+    path = session.config.getoption("spread_record")
+    if path:
+        Path(path).write_text(json.dumps({"cells": _cells}, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":
