@@ -548,8 +548,10 @@ def declare(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
                 notes.append(f"{where}: declared {proposed}" + (f" (was {current})" if current else ""))
             changed = True
         notes += [f"{where}: to fix by hand: {p}" for p in check_cell(cell, measured)]
-    if changed:
-        nbformat.write(nb, str(path))
+    if changed:  # written beside it, then moved into place: an interrupted run leaves the notebook as it was
+        tmp = path.with_name(f".{path.name}.declare")
+        nbformat.write(nb, str(tmp))
+        os.replace(tmp, path)
     return notes
 
 
