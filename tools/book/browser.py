@@ -1,42 +1,33 @@
 """The browser check of the built book: what test_browser.py runs on every page, in headless Chromium.
 
-Serves the built book on 127.0.0.1, loads every page, blocks every request that leaves
-127.0.0.1 (and fails the page if one is attempted), and reports, page by page, each problem
-with its rule, the width it was seen at, the element (a figure's caption, a table's first row,
-an output's first line) and by how much:
+Each page is served on 127.0.0.1 (requests elsewhere are blocked and fail it) and checked at 1280 and
+390 px; a problem names its rule, its width, the element (a figure's caption, a table's first row, an
+output's first line) and by how much. The rules, by name:
 
-- the page works offline: math typeset, mermaid drawn as SVG, saved widget views rendered,
-  every slider made with the course's live slider and showing the stored output of each
-  position it is moved to (every position under the first choice, a step each way under the
-  others), no broken image, no console error, no failed or outside request, pages under 3 MB
-  and the book under 80 MB (a broken link, anchor or glossary term fails `make book`: Sphinx's
-  -n -W; tests/book/test_glossary_links.py holds what a glossary link says);
-- at 1280 px and at 390 px (a phone): nothing is cut. A figure, table, printed output, widget
-  output or mermaid diagram that is wider than its column, or needs sideways scrolling inside
-  its own box to show all of itself, is cut (`cut`). Figure text is at least 10 px as drawn
-  (`figure-text`: the notebooks draw no text below FIGURE_MIN_PT points, so that text as shown is
-  FIGURE_MIN_PT times the drawn width over the figure's width in points). Mermaid labels are at
-  least 10 px as drawn (`mermaid-text`). Display math is not drawn much smaller than the
-  page's inline math where it would fit at that size (`math-size`). No display equation is wider
-  than its column, no diagram drawn below MERMAID_MIN of its natural size, the page does
-  not scroll sideways, and nothing is wider than its lesson cell (`cell-cut`: a cell is laid out
-  apart, course.css, so it clips what overflows it instead of letting the page scroll);
-- at 1280 px, no code block scrolls sideways (inside an element with class `wide` or a cell
-  tagged `wide`, it may);
-- at any width: no raw TeX in the text (`raw-tex`: `$$`, a `$...$` pair, or a TeX command such
-  as `\\frac` outside typeset math), and nothing left from writing the book (`author-note`:
-  test and linter markers such as `NBVAL_IGNORE_OUTPUT` or `# noqa`, to-do markers, references
-  to the project's issues, notes about a source lesson, an earlier version of a page or the
-  authors' machines), in prose, code and outputs, folded or not;
-- a lesson states its time estimate at the top and numbers every figure it shows ("Fig. N").
+- offline: `math` typeset, `mermaid` drawn, saved `widgets` rendered, every slider a live slider
+  showing the stored output of each position it is moved to (`sliders`); no broken `images`, no
+  `console` error, no `network` or failed `requests`; `weight`: pages under 3 MB, the book under 80 MB
+  (broken links, anchors and glossary terms fail the build: Sphinx's -n -W);
+- nothing cut: a figure, table, output, widget or diagram wider than what shows it (`cut`), the page
+  scrolling sideways (`page-scroll`), anything wider than its lesson cell, which clips it (`cell-cut`),
+  a wide equation (`equation-wide`), code scrolling sideways at 1280 px outside `wide` (`code-scroll`);
+- legible: figure text at least 10 px as drawn (`figure-text`), mermaid labels too (`mermaid-text`)
+  and diagrams at least MERMAID_MIN of their size (`mermaid-scale`), display math not much smaller
+  than inline math where it would fit (`math-size`);
+- no raw TeX in the prose (`raw-tex`), nothing left from writing the book (`author-note`), in prose,
+  code and outputs, folded or not; a lesson states its `time-estimate` and numbers its figures
+  (`figure-caption`);
+- every reader: `axe` (critical, serious), the contents and outline `drawer`s, sliders within reach
+  of the `keyboard`, named and announced (`slider-name`, `slider-stops`), no tab-stop equations
+  (`equation-focus`), no `unanswered` checks, exercises and solutions fit a phone (`exercise-cut`,
+  `solution-width`).
 
-The measurements run in the page (measure.js); the rules that need no browser are functions
-here, tested in test_browser_rules.py.
+The measurements run in the page (measure.js); the rules that need no browser are functions here,
+tested in tests/tools/book/test_browser_rules.py.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import http.server
 import json
@@ -55,10 +46,7 @@ from urllib.parse import unquote, urljoin, urlparse
 from labs.classroom.figures import TEXT_KEY, svg_text_sizes
 from tools.book.widget_state import data_url, live_sliders, stored_figure
 
-# Debian's chromium-headless-shell (make chromium installs it): the same Blink and V8 as its full
-# chromium, without the desktop browser's compositor and GPU process. The browser and live-demo
-# checks cost 269 CPU-s in it against 304 in the full browser, on the same pages and rules. CHROMIUM
-# names another build.
+# Debian's chromium-headless-shell (make chromium): the full browser's Blink and V8, cheaper to run.
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium-headless-shell")
 FLAGS = [
     "--no-sandbox",
@@ -251,11 +239,6 @@ def math_size_problems(sizes: dict, width: str) -> list[Problem]:
 # ---- figures ----------------------------------------------------------------------------
 
 
-def _image_data(src: str) -> str:
-    head, _, data = src.partition(",")
-    return data.strip() if head.endswith(";base64") else unquote(data).strip()
-
-
 def _stored_images(outputs: list[dict]) -> list[tuple[str, bytes]]:
     """The figures stored in a slider position's outputs, as ("svg" or "png", bytes)."""
     return [figure[:2] for out in outputs if (figure := stored_figure(out))]
@@ -281,8 +264,7 @@ def figure_width_pt(data: bytes) -> float | None:
 
 def _figure_bytes(root: Path, page_url: str, src: str) -> bytes | None:
     if src.startswith("data:"):
-        data = _image_data(src)
-        return base64.b64decode(data) if src.partition(",")[0].endswith(";base64") else data.encode()
+        return data_url(src)[1]
     path = root / urlparse(urljoin(page_url, src)).path.lstrip("/")
     return path.read_bytes() if path.is_file() else None
 
@@ -783,11 +765,7 @@ def page_weights(root: Path, pages: list[Path]) -> dict:
     live = root / LIVE_FOLDER
     book = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and live not in f.parents)
     live_bytes = sum(f.stat().st_size for f in live.rglob("*") if f.is_file())
-    # with the scripts and stylesheets each page names (reported, not limited: asset_problems says
-    # what no page may load)
-    fetched = {rel: size + sum(page_assets(root, root / rel).values()) for rel, size in weights.items()}
-    return {"pages": weights, "total_bytes": book, "page_limit_bytes": PAGE_LIMIT, "book_limit_bytes": BOOK_LIMIT,
-            "with_scripts_and_styles": fetched, "live_bytes": live_bytes, "live_limit_bytes": LIVE_LIMIT}
+    return {"pages": weights, "total_bytes": book, "live_bytes": live_bytes}
 
 
 def weight_problems(weights: dict) -> list[Problem]:

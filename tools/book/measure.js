@@ -23,6 +23,9 @@ window.bookCheck = (() => {
     return 'top of page';
   };
 
+  const longest = pre => pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+  const mathName = c => words((c.querySelector('mjx-assistive-mml') || c).textContent, 40);
+
   const shown = el => el.offsetParent !== null && el.getBoundingClientRect().width > 0;
   const inWidget = el => el.closest('.jupyter-widgets, .widget-output, .labs-live-slider');
   const isOutput = el => el.closest('.cell_output, .jupyter-widgets, .widget-output, .jp-OutputArea');
@@ -104,7 +107,7 @@ window.bookCheck = (() => {
         if (pre.closest('.mermaid') || wide(pre) || pre.offsetParent === null) continue;
         if (pre.scrollWidth > pre.clientWidth + 1) {
           const kind = isOutput(pre) ? 'output' : 'code';
-          const line = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+          const line = longest(pre);
           out.push({rule: 'code-scroll', text: `${kind} block scrolls sideways (${pre.scrollWidth} px in ${pre.clientWidth}) `
                    + `near "${near(pre, article)}": ${line.length} characters in "${line.trim().slice(0, 60)}"`});
         }
@@ -191,9 +194,7 @@ window.bookCheck = (() => {
       const math = c.querySelector('mjx-math');
       return {fontPx: parseFloat(getComputedStyle(c).fontSize), width: (math || c).getBoundingClientRect().width,
               column: c.parentElement.clientWidth, bodyPx: parseFloat(getComputedStyle(c.parentElement).fontSize),
-              what: words(c.querySelector('mjx-assistive-mml') ? c.querySelector('mjx-assistive-mml').textContent
-                          : c.textContent, 40),
-              near: near(c, article)};
+              what: mathName(c), near: near(c, article)};
     });
     return {inline, display};
   };
@@ -263,11 +264,8 @@ window.bookCheck = (() => {
     const readout = box.querySelector('.widget-readout');
     const images = [...stack.querySelectorAll('img')].map(i => i.getAttribute('src') || '');
     const handle = box.querySelector('.noUi-handle');
-    const live = box.querySelector('[aria-live]');
     return {readout: readout ? readout.textContent.trim() : '', text: stack.innerText, images,
-            valuetext: handle ? (handle.getAttribute('aria-valuetext') || '').trim() : '',
-            alts: [...stack.querySelectorAll('img')].filter(i => i.offsetParent !== null).map(i => i.getAttribute('alt') || ''),
-            announced: live ? live.textContent : ''};
+            valuetext: handle ? (handle.getAttribute('aria-valuetext') || '').trim() : ''};
   };
 
   // After a change (a wider or narrower window, opened answers): two frames, and the transitions
@@ -301,8 +299,6 @@ window.bookCheck = (() => {
 
   // ---- every reader (issue 32): keyboard, screen reader, phone ---------------------------------
 
-  const mathName = c => words(c.querySelector('mjx-assistive-mml') ? c.querySelector('mjx-assistive-mml').textContent
-                                                                    : c.textContent, 40);
   const nameOf = el => {
     const by = el.getAttribute('aria-labelledby');
     if (by) return squash(by.split(/\s+/).map(id => (document.getElementById(id) || {}).textContent || '').join(' '));
@@ -357,7 +353,7 @@ window.bookCheck = (() => {
       const exercise = /\bcheck_\w+\(|^\s*\w+ = None\b|# your code/m;
       for (const pre of article.querySelectorAll('.cell_input pre')) {
         if (!shown(pre) || !exercise.test(pre.textContent) || pre.scrollWidth <= pre.clientWidth + 1) continue;
-        const line = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+        const line = longest(pre);
         out.push({rule: 'exercise-cut', text: `exercise cell near "${near(pre, article)}" is cut at the column's edge `
                  + `(${pre.scrollWidth} px in ${pre.clientWidth}): "${line.trim().slice(0, 60)}" (${line.length} characters; `
                  + `at most 40, the instruction in the prose above)`});
@@ -381,25 +377,21 @@ window.bookCheck = (() => {
   };
 
   // The live sliders in page order, each with the heading above it: for the Tab count.
+  const headingAbove = (article, box) => [...article.querySelectorAll('h2, h3')]
+    .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
   const sliderHeadings = () => {
     const article = articleOf();
     if (!article) return [];
     return [...article.querySelectorAll('.labs-live-slider')].map((box, n) => {
-      const headings = [...article.querySelectorAll('h2, h3')]
-        .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING);
-      const h = headings[headings.length - 1];
+      const h = headingAbove(article, box);
       box.dataset.checkSlider = String(n);
       return {n, heading: h ? words(h.textContent, 50) : ''};
     });
   };
-  // Focus the link in the heading above slider n (a keyboard reader who jumped to that section).
+  // Focus the heading above slider n, as a keyboard reader arriving from the outline starts there.
   const focusHeadingOf = n => {
     const article = articleOf();
-    const box = article.querySelector(`[data-check-slider="${n}"]`);
-    const headings = [...article.querySelectorAll('h2, h3')]
-      .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING);
-    // The heading itself, as a reader arriving from the outline (or a skip link) starts there.
-    const h = headings[headings.length - 1];
+    const h = headingAbove(article, article.querySelector(`[data-check-slider="${n}"]`));
     if (!h) return false;
     if (!h.hasAttribute('tabindex')) h.setAttribute('tabindex', '-1');
     h.focus();
