@@ -1,6 +1,6 @@
 """The built book in headless Chromium, page by page, at 1280 and 390 px (tools/book/browser.py says
 what is checked). One test per page: it fails with every problem on that page, each with its rule,
-width, element and size. All problems also go to one file, by rule (--findings).
+width, element and size.
 
     pytest tests/book/test_browser.py --html-root _build/html [--pages "notebooks/02_infonce.html"]
                                       [--screenshots _build/screenshots]
@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from tools.book import browser as checks
-from tests.book.conftest import FINDINGS
 
 
 def _root(config) -> Path:
@@ -45,17 +44,6 @@ def book(request) -> Path:
 
 
 @pytest.fixture(scope="module")
-def findings(request, book):
-    """Every page's result; written out, by rule, when the module ends."""
-    results: dict[str, checks.PageResult] = {}
-    yield results
-    path = Path(request.config.getoption("findings") or book.parent / "browser-check.txt")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(checks.report(results), encoding="utf-8")
-    request.config.stash[FINDINGS] = (path, results)
-
-
-@pytest.fixture(scope="module")
 def book_url(book):
     with checks.serve(book) as url:
         yield url
@@ -77,13 +65,12 @@ def test_page_weights(book):
     assert not problems, "\n".join(map(str, problems))
 
 
-def test_page(page_path, book, browser, book_url, shots, findings):
+def test_page(page_path, book, browser, book_url, shots):
     context = browser.new_context()
     try:
         result = checks.check_page(context.new_page(), book, book / page_path, book_url, shots)
     finally:
         context.close()
-    findings[page_path] = result
     if result.problems:
         pytest.fail(f"{page_path} ({result.summary}): {len(result.problems)} problem(s)\n"
                     + "\n".join(f"  - {p}" for p in result.problems), pytrace=False)

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import functools
 import http.server
+import io
 import json
 import os
 import re
 import statistics
-import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -42,6 +42,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
+
+from PIL import Image
 
 from labs.classroom.figures import TEXT_KEY, svg_text_sizes
 from tools.book.widget_state import data_url, live_sliders, stored_figure
@@ -84,6 +86,7 @@ FIGURE_TEXT_MIN_PX = 10.0
 MATH_MIN_SHARE = 0.85
 CUT_TOLERANCE_PX = 2  # sub-pixel rounding aside
 PHONE_COLUMN_PX = 358  # the text column at 390 px: what a figure for phones is drawn for
+PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @dataclass(frozen=True)
@@ -252,12 +255,9 @@ def _shown_images(srcs: list[str]) -> list[tuple[str, bytes]]:
 def figure_width_pt(data: bytes) -> float | None:
     """The drawn width of a matplotlib figure in points: an SVG's width="...pt", or a PNG's pixel
     width over its pHYs resolution (matplotlib writes the dpi it rendered at; retina is 2x)."""
-    if data[:8] == b"\x89PNG\r\n\x1a\n":
-        width, at, ppm = struct.unpack(">I", data[16:20])[0], data.find(b"pHYs"), None
-        if at > 0:
-            ppx, _, unit = struct.unpack(">IIB", data[at + 4:at + 13])
-            ppm = ppx if unit == 1 else None
-        return width / (ppm * 0.0254) * 72 if ppm else None
+    if data[:8] == PNG:
+        image = Image.open(io.BytesIO(data))
+        return image.width / image.info["dpi"][0] * 72 if "dpi" in image.info else None
     m = re.search(rb'<svg[^>]*?\swidth="([\d.]+)pt"', data[:4000])
     return float(m.group(1)) if m else None
 
@@ -270,17 +270,8 @@ def _figure_bytes(root: Path, page_url: str, src: str) -> bytes | None:
 
 
 def png_text(data: bytes) -> dict[str, str]:
-    """A PNG's tEXt chunks (keyword: text): matplotlib writes its savefig metadata there."""
-    found, at = {}, 8
-    while at + 8 <= len(data):
-        size, kind = struct.unpack(">I4s", data[at:at + 8])
-        if kind == b"tEXt":
-            key, _, text = data[at + 8:at + 8 + size].partition(b"\0")
-            found[key.decode("latin-1")] = text.decode("latin-1")
-        if kind in (b"IDAT", b"IEND"):
-            break  # matplotlib writes its text chunks before the image data
-        at += 12 + size
-    return found
+    """A PNG's text chunks before its image data (keyword: text), where matplotlib writes its savefig metadata."""
+    return {k: v for k, v in Image.open(io.BytesIO(data)).info.items() if isinstance(v, str)}
 
 
 def png_smallest_text_pt(data: bytes) -> float | None:
@@ -292,7 +283,7 @@ def png_smallest_text_pt(data: bytes) -> float | None:
 def smallest_text_pt(data: bytes) -> float | None:
     """Every text of a figure, measured: an SVG's <text> and <tspan> sizes (text kept as text), or the
     size a PNG records. None: a PNG that records nothing, or a figure without text."""
-    if data[:8] == b"\x89PNG\r\n\x1a\n":
+    if data[:8] == PNG:
         return png_smallest_text_pt(data)
     sizes = svg_text_sizes(data.decode("utf-8", "replace"))
     return min(sizes) if sizes else None
@@ -326,7 +317,7 @@ def check_figure_text(page, root: Path, width: str) -> list[Problem]:
             continue
         smallest = smallest_text_pt(data)
         if smallest is None:
-            if data[:8] == b"\x89PNG\r\n\x1a\n":
+            if data[:8] == PNG:
                 out.append(Problem("figure-text", f"{width}: {fig['name']} near \"{fig['near']}\": the PNG does not "
                                                   "record its text sizes (run the notebook again: labs' setup() "
                                                   "records them)"))
@@ -614,20 +605,23 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
             outside.append(r.request.url)
             r.abort()
 
+    def hard(rule: str, items: list[str]) -> None:
+        problems.extend(Problem(rule, item) for item in items)
+
+    def offline() -> None:
+        hard("console", [f"console error: {m[:200]}" for m in console if not any(k.search(m) for k in KNOWN_CONSOLE)])
+        hard("network", [f"tried to reach the network: {u}" for u in sorted(set(outside))])
+        hard("requests", [f"failed request: {u}" for u in sorted(set(failed))])
+
     page.route("**/*", route)
     page.set_viewport_size({"width": DESKTOP[0], "height": DESKTOP[1]})
     page.goto(url, wait_until="load")
     html = path.read_text(errors="replace")
     if "<article" not in html:  # a redirect page (the root index.html): it works offline, nothing to measure
         page.wait_for_timeout(300)
-        problems += [Problem("console", f"console error: {m[:200]}") for m in console
-                     if not any(k.search(m) for k in KNOWN_CONSOLE)]
+        offline()
         return PageResult(problems, "a redirect")
-
     page.evaluate(MEASURE_JS)
-
-    def hard(rule: str, items: list[str]) -> None:
-        problems.extend(Problem(rule, item) for item in items)
 
     has_math = 'class="math' in html
     if has_math:
@@ -649,19 +643,10 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
     positions = 0
     if views:
         try:
-            page.wait_for_function(
-                "n => document.querySelectorAll('.jupyter-widgets.widget-container, .jupyter-widgets.widget-box,"
-                " .widget-slider, .widget-dropdown, .widget-vbox, .widget-hbox').length >= n",
-                arg=1,
-                timeout=20000,
-            )
+            page.wait_for_function("() => bookCheck.unrenderedViews() === 0", timeout=20000)
         except Exception:
-            hard("widgets", ["saved widgets on the page but none rendered"])
-        unrendered = page.evaluate(
-            "() => [...document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]')]"
-            ".filter(s => !(s.previousElementSibling && s.previousElementSibling.classList.contains('jupyter-widgets'))"
-            " && !(s.parentElement && s.parentElement.querySelector('.jupyter-widgets'))).length"
-        )
+            pass  # counted next
+        unrendered = page.evaluate("() => bookCheck.unrenderedViews()")
         if unrendered:
             hard("widgets", [f"{unrendered} saved widget views not rendered"])
         slider_problems, positions = check_sliders(page, html)
@@ -697,10 +682,7 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
             page.screenshot(path=str(shots / f"{name}-{'desktop' if w == DESKTOP[0] else 'phone'}.png"),
                             full_page=True)
         problems += check_drawers(page, width, lessons)
-
-    hard("console", [f"console error: {m[:200]}" for m in console if not any(k.search(m) for k in KNOWN_CONSOLE)])
-    hard("network", [f"tried to reach the network: {u}" for u in sorted(set(outside))])
-    hard("requests", [f"failed request: {u}" for u in sorted(set(failed))])
+    offline()
     summary = (f"math {'yes' if has_math else 'no'}, mermaid {mermaid}, widgets {views}, "
                f"slider positions checked {positions}"
                + (f", Tabs from heading to slider {[t['tabs'] for t in tabs]}" if tabs else ""))
@@ -778,20 +760,3 @@ def weight_problems(weights: dict) -> list[Problem]:
         out.append(Problem("weight", f"the live demos' files ({LIVE_FOLDER}/) weigh {weights['live_bytes'] / 1e6:.1f} MB "
                                      f"(limit {LIVE_LIMIT / 1e6:.0f} MB)"))
     return out
-
-
-def report(results: dict[str, PageResult]) -> str:
-    """Every problem, by rule then page: the list a person works through."""
-    by_rule: dict[str, dict[str, list[str]]] = {}
-    for rel, result in results.items():
-        for p in result.problems:
-            by_rule.setdefault(p.rule, {}).setdefault(rel, []).append(p.text)
-    total = sum(len(r.problems) for r in results.values())
-    lines = [f"Browser check: {len(results)} pages, {total} problems", ""]
-    lines += [f"  {rule:15} {sum(len(v) for v in pages.values()):4}" for rule, pages in sorted(by_rule.items())]
-    for rule, pages in sorted(by_rule.items()):
-        lines += ["", f"## {rule}"]
-        for rel, texts in pages.items():
-            lines += ["", f"{rel}:"] + [f"  - {t}" for t in texts]
-    lines += ["", "## what each page holds", ""] + [f"{rel}: {r.summary}" for rel, r in results.items() if r.summary]
-    return "\n".join(lines) + "\n"

@@ -236,6 +236,11 @@ window.bookCheck = (() => {
     .map(i => ({src: i.getAttribute('src') || '', shown: i.getBoundingClientRect().width,
                 name: describe(i), near: near(i, articleOf())}));
 
+  // Saved widget views the widget manager did not render (nothing rendered beside or around them).
+  const unrenderedViews = () => [...document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')]
+    .filter(s => !(s.previousElementSibling && s.previousElementSibling.classList.contains('jupyter-widgets'))
+                 && !(s.parentElement && s.parentElement.querySelector('.jupyter-widgets'))).length;
+
   // Lesson figures: images in stored cell outputs (widget views aside) that lack a "Fig. N" caption.
   const unnumberedFigures = () => [...document.querySelectorAll('.cell_output img')]
     .filter(i => !inWidget(i))
@@ -423,7 +428,7 @@ window.bookCheck = (() => {
             primaryButtons: buttons('button.primary-toggle'), secondaryButtons: buttons('button.secondary-toggle')};
   };
 
-  return {cut, legibility, mermaidText, mathSizes, blocks, shownFigures, unnumberedFigures,
+  return {cut, legibility, mermaidText, mathSizes, blocks, shownFigures, unrenderedViews, unnumberedFigures,
           markSliders, sliderShown, settle, openDetails, restoreDetails, readers, sliderHeadings, focusHeadingOf,
           focusIn, navShown};
 })();

@@ -213,14 +213,6 @@ def test_figure_text_below_10_px_as_drawn_is_reported():
     assert browser.figure_text_problem("Fig. 1.2", "x", 358, 4.9 * 72, "390 px") is None
 
 
-def test_the_report_counts_problems_by_rule_and_lists_them_by_page():
-    results = {"a.html": browser.PageResult([browser.Problem("cut", "390 px: x"), browser.Problem("raw-tex", "y")], ""),
-               "b.html": browser.PageResult([browser.Problem("cut", "390 px: z")], "")}
-    text = browser.report(results)
-    assert "2 pages, 3 problems" in text
-    assert "  cut                2" in text and "## cut" in text and "  - 390 px: z" in text
-
-
 # ---- the widget state the slider walk reads ---------------------------------------------------
 
 
