@@ -362,38 +362,27 @@ def check_sliders(page, html: str) -> tuple[list[str], int]:
         name = f"live slider {n} ({spec.labels[0]} .. {spec.labels[-1]})"
 
         def expect(i: int, j: int, how: str) -> bool:
-            want_text = _lines(spec.text(i, j))
-            want_images = _stored_images(spec.outputs[(j, i)])
+            want = {"readout": spec.labels[i], "handle's aria-valuetext": spec.labels[i],
+                    "text": _lines(spec.text(i, j)), "images": _stored_images(spec.outputs[(j, i)])}
 
             def seen() -> dict:
-                return box.evaluate("box => bookCheck.sliderShown(box)")
+                shown = box.evaluate("box => bookCheck.sliderShown(box)")
+                return {"readout": shown["readout"], "handle's aria-valuetext": shown["valuetext"],
+                        "text": _lines(shown["text"]), "images": _shown_images(shown["images"])}
 
-            shown = seen()
             # The widget manager swaps the output within milliseconds; the limit is generous so that
             # the check holds while make test runs the notebooks beside it on the same cores.
             deadline = time.monotonic() + SLIDER_WAIT_S
-            while True:
-                if (shown["readout"] == spec.labels[i] and _lines(shown["text"]) == want_text
-                        and _shown_images(shown["images"]) == want_images and shown["valuetext"] == spec.labels[i]):
-                    return True
-                if time.monotonic() > deadline:
-                    break
+            while (got := seen()) != want and time.monotonic() < deadline:
                 page.wait_for_timeout(10)
-                shown = seen()
+            if got == want:
+                return True
             where = f"position {spec.labels[i]!r}" + (f", choice {spec.choice_labels[j]!r}" if spec.choice_labels
                                                       else "")
-            if shown["readout"] != spec.labels[i]:
-                problems.append(f"{name}: {how}, the readout shows {shown['readout']!r}, expected {spec.labels[i]!r}")
-            elif shown["valuetext"] != spec.labels[i]:
-                problems.append(f"{name}: {how}, its handle announces {shown['valuetext']!r} (aria-valuetext), not the "
-                                f"value shown, {spec.labels[i]!r}")
-            elif _lines(shown["text"]) != want_text:
-                got = " / ".join(_lines(shown["text"]))[:120]
-                problems.append(f"{name}: {how}, at {where} the page shows {got!r}, not the stored output "
-                                f"{' / '.join(want_text)[:120]!r}")
-            else:
-                problems.append(f"{name}: {how}, at {where} the page shows {len(shown['images'])} image(s) that "
-                                f"are not the {len(want_images)} stored")
+            wrong = next(k for k in want if got[k] != want[k])
+            brief = {"text": lambda v: repr(" / ".join(v)[:120]), "images": lambda v: f"{len(v)} image(s)"}.get(wrong, repr)
+            problems.append(f"{name}: {how}, at {where} the page shows {wrong} {brief(got[wrong])}, not the stored "
+                            f"{brief(want[wrong])}")
             return False
 
         def choose(j: int) -> None:
@@ -489,13 +478,13 @@ def check_axe(page, width: str) -> list[Problem]:
     return axe_problems(violations, width)
 
 
-def drawer_problems(before: dict, after: dict, lessons: int, width: str, what: str = "contents") -> list[Problem]:
+def drawer_problems(before: dict, after: dict, lessons: int, width: str) -> list[Problem]:
     """The contents drawer: a visible button, and after pressing it the lesson list is shown (on a
     phone, in the drawer; wider, the sidebar the button hides and shows again)."""
     if not before["primaryButtons"]:
-        return [Problem("drawer", f"{width}: no visible button opens the {what} (the lesson list)")]
+        return [Problem("drawer", f"{width}: no visible button opens the contents (the lesson list)")]
     if after["lessons"] < lessons:
-        return [Problem("drawer", f"{width}: after pressing the {what} button, {after['lessons']} of the {lessons} "
+        return [Problem("drawer", f"{width}: after pressing the contents button, {after['lessons']} of the {lessons} "
                                   f"lessons are listed (dialogs open: {after['open'] or 'none'})")]
     return []
 

@@ -2,7 +2,8 @@
 // into each page (window.bookCheck) and calls its functions. Each returns plain data; the rules
 // that need no browser (raw TeX, author notes, figure sizes) are applied in Python.
 window.bookCheck = (() => {
-  const articleOf = () => document.querySelector('article.bd-article') || document.querySelector('main');
+  // check_page loads this file only into a page with an article (a redirect page has none).
+  const article = document.querySelector('article.bd-article') || document.querySelector('main');
 
   const squash = text => (text || '').replace(/[#¶]/g, '').replace(/\s+/g, ' ').trim();
   const words = (text, n = 60) => { const s = squash(text); return s.length > n ? s.slice(0, n - 1) + '…' : s; };
@@ -76,8 +77,6 @@ window.bookCheck = (() => {
 
   // Figures, tables, printed outputs, widget outputs and diagrams that a reader cannot see whole.
   const cut = () => {
-    const article = articleOf();
-    if (!article) return [];
     const candidates = [
       ...article.querySelectorAll('img, table'),
       ...[...article.querySelectorAll('pre')].filter(isOutput),
@@ -99,8 +98,6 @@ window.bookCheck = (() => {
   // The legibility rules of issue 15 (the 1280 px ones only at 1280 px).
   const legibility = ([phone, mermaidMin]) => {
     const out = [];
-    const article = articleOf();
-    if (!article) return out;  // a redirect page (the root index.html) has nothing to measure
     const wide = el => el.closest('.wide, .tag_wide');
     if (!phone) {
       for (const pre of article.querySelectorAll('pre')) {
@@ -167,8 +164,6 @@ window.bookCheck = (() => {
 
   // Mermaid labels as drawn: their font size times the diagram's scale.
   const mermaidText = () => {
-    const article = articleOf();
-    if (!article) return [];
     const out = [];
     for (const svg of article.querySelectorAll('.mermaid > svg')) {
       const box = svg.viewBox && svg.viewBox.baseVal;
@@ -186,8 +181,6 @@ window.bookCheck = (() => {
 
   // Display equations: their size against the page's inline math, and whether they would fit at it.
   const mathSizes = () => {
-    const article = articleOf();
-    if (!article) return {inline: [], display: []};
     const inline = [...article.querySelectorAll('mjx-container:not([display="true"])')]
       .filter(shown).map(c => parseFloat(getComputedStyle(c).fontSize));
     const display = [...article.querySelectorAll('mjx-container[display="true"]')].filter(shown).map(c => {
@@ -203,8 +196,6 @@ window.bookCheck = (() => {
   // whether it is folded away (inside a closed <details>). Typeset math is left out (MathJax's
   // output is not TeX); TeX that MathJax did not typeset stays in the text.
   const blocks = () => {
-    const article = articleOf();
-    if (!article) return [];
     const BLOCK = 'p, li, dt, dd, td, th, h1, h2, h3, h4, h5, h6, figcaption, caption, summary, pre, blockquote, '
                   + '.nodeLabel, .edgeLabel, div.math, .widget-readout, .widget-label';
     const skip = 'mjx-container, script, style, .headerlink, .MathJax';
@@ -234,7 +225,7 @@ window.bookCheck = (() => {
   const shownFigures = () => [...document.querySelectorAll('.cell_output img')]
     .filter(shown)
     .map(i => ({src: i.getAttribute('src') || '', shown: i.getBoundingClientRect().width,
-                name: describe(i), near: near(i, articleOf())}));
+                name: describe(i), near: near(i, article)}));
 
   // Saved widget views the widget manager did not render (nothing rendered beside or around them).
   const unrenderedViews = () => [...document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')]
@@ -313,8 +304,6 @@ window.bookCheck = (() => {
   // Rules that read the page as it is; each {rule, text}. At 390 px (phone) also what a finger and
   // a narrow column need.
   const readers = phone => {
-    const article = articleOf();
-    if (!article) return [];
     const out = [];
     const focusable = [...document.querySelectorAll('mjx-container[tabindex]')]
       .filter(c => parseInt(c.getAttribute('tabindex'), 10) >= 0);
@@ -385,8 +374,6 @@ window.bookCheck = (() => {
   const headingAbove = (article, box) => [...article.querySelectorAll('h2, h3')]
     .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
   const sliderHeadings = () => {
-    const article = articleOf();
-    if (!article) return [];
     return [...article.querySelectorAll('.labs-live-slider')].map((box, n) => {
       const h = headingAbove(article, box);
       box.dataset.checkSlider = String(n);
@@ -395,7 +382,6 @@ window.bookCheck = (() => {
   };
   // Focus the heading above slider n, as a keyboard reader arriving from the outline starts there.
   const focusHeadingOf = n => {
-    const article = articleOf();
     const h = headingAbove(article, article.querySelector(`[data-check-slider="${n}"]`));
     if (!h) return false;
     if (!h.hasAttribute('tabindex')) h.setAttribute('tabindex', '-1');
