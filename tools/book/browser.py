@@ -380,9 +380,10 @@ def check_sliders(page, html: str) -> tuple[list[str], int]:
             where = f"position {spec.labels[i]!r}" + (f", choice {spec.choice_labels[j]!r}" if spec.choice_labels
                                                       else "")
             wrong = next(k for k in want if got[k] != want[k])
-            brief = {"text": lambda v: repr(" / ".join(v)[:120]), "images": lambda v: f"{len(v)} image(s)"}.get(wrong, repr)
-            problems.append(f"{name}: {how}, at {where} the page shows {wrong} {brief(got[wrong])}, not the stored "
-                            f"{brief(want[wrong])}")
+            brief = {"text": lambda v: repr(" / ".join(v)[:120]),
+                     "images": lambda v: f"{len(v)} image(s)"}.get(wrong, repr)
+            problems.append(f"{name}: {how}, at {where} its {wrong} differs from the stored output: the page shows "
+                            f"{brief(got[wrong])}, the notebook stored {brief(want[wrong])}")
             return False
 
         def choose(j: int) -> None:

@@ -228,7 +228,8 @@ window.bookCheck = (() => {
                 name: describe(i), near: near(i, article)}));
 
   // Saved widget views the widget manager did not render (nothing rendered beside or around them).
-  const unrenderedViews = () => [...document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')]
+  const VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]';
+  const unrenderedViews = () => [...document.querySelectorAll(VIEW)]
     .filter(s => !(s.previousElementSibling && s.previousElementSibling.classList.contains('jupyter-widgets'))
                  && !(s.parentElement && s.parentElement.querySelector('.jupyter-widgets'))).length;
 
@@ -243,7 +244,7 @@ window.bookCheck = (() => {
   // Mark each live slider box whose widget view names one of these model ids; the ids found.
   const markSliders = ids => {
     const found = [];
-    for (const s of document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')) {
+    for (const s of document.querySelectorAll(VIEW)) {
       let id;
       try { id = JSON.parse(s.textContent).model_id; } catch (e) { continue; }
       if (!ids.includes(id)) continue;

@@ -1,6 +1,6 @@
 """The browser check's rules that need no browser (tools/book/browser.py): raw TeX, notes left from
-writing, what is cut, diagram and figure text, display math size, page weights,
-stored images; and the widget state the slider walk reads."""
+writing, what is cut, diagram and figure text, display math size, page weights, stored images
+(tests/classroom/test_sliders.py reads live sliders back from a widget state)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from tools.book import browser
-from tools.book.widget_state import live_sliders
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -90,8 +89,6 @@ def test_figure_text_is_measured_text_by_text_legends_and_exponents_included():
     assert browser.smallest_text_pt(drawn("png")) == pytest.approx(7.7)
     # decades in digits (setup()'s min_exponent): the legend is then the smallest
     assert browser.smallest_text_pt(drawn("svg", **{"axes.formatter.min_exponent": 4})) == pytest.approx(9)
-    problem = browser.figure_text_problem("Fig. 4.1", "Temperature", 358, 4 * 72, "390 px", 7.7)
-    assert problem.rule == "figure-text" and "smallest text (7.7 pt) is drawn at 9.6 px" in problem.text
 
 
 def test_a_png_that_records_no_text_sizes_is_not_measured():
@@ -211,26 +208,7 @@ def test_figure_text_below_10_px_as_drawn_is_reported():
     problem = browser.figure_text_problem('Fig. 1.1 "Token vectors"', "The real grid", 342, 7.1 * 72, "390 px")
     assert problem.rule == "figure-text" and "drawn at 6.7 px" in problem.text and "at most 5.0 in wide" in problem.text
     assert browser.figure_text_problem("Fig. 1.2", "x", 358, 4.9 * 72, "390 px") is None
-
-
-# ---- the widget state the slider walk reads ---------------------------------------------------
-
-
-def test_live_sliders_are_read_back_from_a_widget_state():
-    def model(name, **state):
-        return {"model_name": name, "state": state}
-
-    outputs = [{"output_type": "stream", "name": "stdout", "text": f"value is {i}\n"} for i in range(3)]
-    state = {"state": {
-        "box": model("VBoxModel", _dom_classes=["labs-live-slider"], children=["IPY_MODEL_s", "IPY_MODEL_stack"]),
-        "s": model("SelectionSliderModel", _options_labels=["0", "1", "2"], index=1),
-        "stack": model("StackModel", _dom_classes=["labs-live-stack"], children=[f"IPY_MODEL_o{i}" for i in range(3)]),
-        **{f"o{i}": model("OutputModel", outputs=[outputs[i]]) for i in range(3)},
-        "other": model("VBoxModel", children=[]),
-    }}
-    (spec,) = live_sliders(state)
-    assert (spec.model_id, spec.labels, spec.start, spec.choice_labels) == ("box", ["0", "1", "2"], 1, [])
-    assert spec.text(2) == "value is 2\n" and spec.images(2) == 0 and not spec.live_only(2)
+    assert "(7.7 pt) is drawn at 9.6 px" in browser.figure_text_problem("Fig. 4.1", "x", 358, 4 * 72, "390 px", 7.7).text
 
 
 # ---- what a plain `pytest tests` runs -------------------------------------------------------
