@@ -381,9 +381,9 @@ def check_sliders(page, html: str) -> tuple[list[str], int]:
                                                       else "")
             wrong = next(k for k in want if got[k] != want[k])
             brief = {"text": lambda v: repr(" / ".join(v)[:120]),
-                     "images": lambda v: f"{len(v)} image(s)"}.get(wrong, repr)
-            problems.append(f"{name}: {how}, at {where} its {wrong} differs from the stored output: the page shows "
-                            f"{brief(got[wrong])}, the notebook stored {brief(want[wrong])}")
+                     "images": lambda v: f"{len(v)} image(s), {sum(len(b) for _, b in v)} bytes"}.get(wrong, repr)
+            problems.append(f"{name}: {how}, at {where} the page shows {wrong} {brief(got[wrong])}, "
+                            f"not the stored {brief(want[wrong])}")
             return False
 
         def choose(j: int) -> None:

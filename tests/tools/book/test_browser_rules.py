@@ -1,6 +1,6 @@
 """The browser check's rules that need no browser (tools/book/browser.py): raw TeX, notes left from
 writing, what is cut, diagram and figure text, display math size, page weights, stored images
-(tests/classroom/test_sliders.py reads live sliders back from a widget state)."""
+and which boxes of a widget state are live sliders."""
 
 from __future__ import annotations
 
@@ -15,10 +15,13 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
+from labs.classroom.sliders import with_alt
 from tools.book import browser
+from tools.book.widget_state import live_sliders
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -48,10 +51,6 @@ def test_page_weight_counts_the_html_and_its_images_and_weighs_the_live_folder_a
 
 def test_shown_images_compare_with_the_stored_ones():
     svg = '<svg xmlns="http://www.w3.org/2000/svg"><text>a &amp; b #1 50%</text></svg>'
-    from urllib.parse import quote
-
-    from labs.classroom.sliders import with_alt
-
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n....").decode()
     outputs = [{"output_type": "display_data", "data": {"image/svg+xml": svg}},
                {"output_type": "display_data", "data": {"image/png": png[:6] + "\n" + png[6:]}}]
@@ -209,6 +208,24 @@ def test_figure_text_below_10_px_as_drawn_is_reported():
     assert problem.rule == "figure-text" and "drawn at 6.7 px" in problem.text and "at most 5.0 in wide" in problem.text
     assert browser.figure_text_problem("Fig. 1.2", "x", 358, 4.9 * 72, "390 px") is None
     assert "(7.7 pt) is drawn at 9.6 px" in browser.figure_text_problem("Fig. 4.1", "x", 358, 4 * 72, "390 px", 7.7).text
+
+
+# ---- the widget state the slider walk reads ---------------------------------------------------
+
+
+def test_only_the_course_s_live_slider_boxes_are_read_as_sliders():
+    """Other VBoxes in a widget state are not sliders (tests/classroom/test_sliders.py reads real sliders back)."""
+    def model(name, **state):
+        return {"model_name": name, "state": state}
+
+    state = {"state": {
+        "box": model("VBoxModel", _dom_classes=["labs-live-slider"], children=["IPY_MODEL_s", "IPY_MODEL_stack"]),
+        "s": model("SelectionSliderModel", _options_labels=["0", "1"], index=1),
+        "stack": model("StackModel", _dom_classes=["labs-live-stack"], children=["IPY_MODEL_o"]),
+        "o": model("OutputModel", outputs=[{"output_type": "stream", "name": "stdout", "text": "value is 0\n"}]),
+        "other": model("VBoxModel", children=["IPY_MODEL_o"]),
+    }}
+    assert [spec.model_id for spec in live_sliders(state)] == ["box"]
 
 
 # ---- what a plain `pytest tests` runs -------------------------------------------------------
