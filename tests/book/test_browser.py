@@ -1,6 +1,6 @@
 """The built book in headless Chromium, page by page, at 1280 and 390 px (tools/book/browser.py says
 what is checked). One test per page: it fails with every problem on that page, each with its rule,
-width, element and size. All problems also go to one file, by rule (--findings).
+width, element and size.
 
     pytest tests/book/test_browser.py --html-root _build/html [--pages "notebooks/02_infonce.html"]
                                       [--screenshots _build/screenshots]
@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from tools.book import browser as checks
-from tests.book.conftest import FINDINGS
 
 
 def _root(config) -> Path:
@@ -45,17 +44,6 @@ def book(request) -> Path:
 
 
 @pytest.fixture(scope="module")
-def findings(request, book):
-    """Every page's result; written out, by rule, when the module ends."""
-    results: dict[str, checks.PageResult] = {}
-    yield results
-    path = Path(request.config.getoption("findings") or book.parent / "browser-check.txt")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(checks.report(results), encoding="utf-8")
-    request.config.stash[FINDINGS] = (path, results)
-
-
-@pytest.fixture(scope="module")
 def book_url(book):
     with checks.serve(book) as url:
         yield url
@@ -77,13 +65,12 @@ def test_page_weights(book):
     assert not problems, "\n".join(map(str, problems))
 
 
-def test_page(page_path, book, browser, book_url, shots, findings):
+def test_page(page_path, book, browser, book_url, shots):
     context = browser.new_context()
     try:
         result = checks.check_page(context.new_page(), book, book / page_path, book_url, shots)
     finally:
         context.close()
-    findings[page_path] = result
     if result.problems:
         pytest.fail(f"{page_path} ({result.summary}): {len(result.problems)} problem(s)\n"
                     + "\n".join(f"  - {p}" for p in result.problems), pytrace=False)
@@ -104,7 +91,7 @@ def describe_dial(tau: float) -> str:
     return f"At tau {tau:.3f} the bar reaches {1 / (1 + tau):.0%} of the axis."
 
 
-def test_a_live_slider_in_the_page_for_every_reader(book, browser, tmp_path):
+def test_a_live_slider_in_the_page_for_every_reader(book, browser, tmp_path, monkeypatch):
     """live_slider's stored figures carry their alt text in Chromium (the book's own widget manager and
     course.js): the handle is named and announces the readout, a move announces the new picture, step
     buttons move a slider whose 31 stops are too fine for a finger at 390 px, and axe finds nothing
@@ -124,14 +111,9 @@ def test_a_live_slider_in_the_page_for_every_reader(book, browser, tmp_path):
         plt.show()
 
     taus = [round(0.02 * k, 2) for k in range(1, 32)]
-    real = sliders._reaches_a_frontend
-    sliders._reaches_a_frontend = lambda widget: True
-    try:
-        box = sliders.live_slider(dial, taus, description="temperature", fmt="{:.2f}", value=0.2,
-                                  alt=describe_dial)
-        state = widgets.Widget.get_manager_state()
-    finally:
-        sliders._reaches_a_frontend = real
+    monkeypatch.setattr(sliders, "_reaches_a_frontend", lambda widget: True)
+    box = sliders.live_slider(dial, taus, description="temperature", fmt="{:.2f}", value=0.2, alt=describe_dial)
+    state = widgets.Widget.get_manager_state()
     (tmp_path / "_static").symlink_to(book / "_static")
     view = json.dumps({"version_major": 2, "version_minor": 0, "model_id": box.model_id})
     (tmp_path / "slider.html").write_text(SLIDER_PAGE.format(state=json.dumps(state).replace("</", "<\\/"),
@@ -159,9 +141,6 @@ def test_a_live_slider_in_the_page_for_every_reader(book, browser, tmp_path):
             step.click()
             page.wait_for_function("() => document.querySelector('.widget-readout').textContent.trim() === '0.24'")
             assert alt() == [describe_dial(0.24)]
-            page.add_script_tag(content=checks.AXE_JS.read_text(encoding="utf-8"))
-            violations = page.evaluate("async () => (await axe.run(document.querySelector('article'))).violations"
-                                       ".map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes}))")
-            assert checks.axe_problems(violations, "390 px") == []
+            assert checks.check_axe(page, "390 px") == []
         finally:
             context.close()

@@ -1,49 +1,40 @@
 """The browser check of the built book: what test_browser.py runs on every page, in headless Chromium.
 
-Serves the built book on 127.0.0.1, loads every page, blocks every request that leaves
-127.0.0.1 (and fails the page if one is attempted), and reports, page by page, each problem
-with its rule, the width it was seen at, the element (a figure's caption, a table's first row,
-an output's first line) and by how much:
+Each page is served on 127.0.0.1 (requests elsewhere are blocked and fail it) and checked at 1280 and
+390 px; a problem names its rule, its width, the element (a figure's caption, a table's first row, an
+output's first line) and by how much. The rules, by name:
 
-- the page works offline: math typeset, mermaid drawn as SVG, saved widget views rendered,
-  every slider made with the course's live slider and showing the stored output of each
-  position it is moved to (every position under the first choice, a step each way under the
-  others), no broken image, no console error, no failed or outside request, pages under 3 MB
-  and the book under 80 MB (a broken link, anchor or glossary term fails `make book`: Sphinx's
-  -n -W; tests/book/test_glossary_links.py holds what a glossary link says);
-- at 1280 px and at 390 px (a phone): nothing is cut. A figure, table, printed output, widget
-  output or mermaid diagram that is wider than its column, or needs sideways scrolling inside
-  its own box to show all of itself, is cut (`cut`). Figure text is at least 10 px as drawn
-  (`figure-text`: the notebooks draw no text below FIGURE_MIN_PT points, so that text as shown is
-  FIGURE_MIN_PT times the drawn width over the figure's width in points). Mermaid labels are at
-  least 10 px as drawn (`mermaid-text`). Display math is not drawn much smaller than the
-  page's inline math where it would fit at that size (`math-size`). No display equation is wider
-  than its column, no diagram drawn below MERMAID_MIN of its natural size, the page does
-  not scroll sideways, and nothing is wider than its lesson cell (`cell-cut`: a cell is laid out
-  apart, course.css, so it clips what overflows it instead of letting the page scroll);
-- at 1280 px, no code block scrolls sideways (inside an element with class `wide` or a cell
-  tagged `wide`, it may);
-- at any width: no raw TeX in the text (`raw-tex`: `$$`, a `$...$` pair, or a TeX command such
-  as `\\frac` outside typeset math), and nothing left from writing the book (`author-note`:
-  test and linter markers such as `NBVAL_IGNORE_OUTPUT` or `# noqa`, to-do markers, references
-  to the project's issues, notes about a source lesson, an earlier version of a page or the
-  authors' machines), in prose, code and outputs, folded or not;
-- a lesson states its time estimate at the top and numbers every figure it shows ("Fig. N").
+- offline: `math` typeset, `mermaid` drawn, saved `widgets` rendered, every slider a live slider
+  showing the stored output of each position it is moved to (`sliders`); no broken `images`, no
+  `console` error, no `network` or failed `requests`; `weight`: pages under 3 MB, the book under 80 MB
+  (broken links, anchors and glossary terms fail the build: Sphinx's -n -W);
+- nothing cut: a figure, table, output, widget or diagram wider than what shows it (`cut`), the page
+  scrolling sideways (`page-scroll`), anything wider than its lesson cell, which clips it (`cell-cut`),
+  a wide equation (`equation-wide`), code scrolling sideways at 1280 px outside `wide` (`code-scroll`);
+- legible: figure text at least 10 px as drawn (`figure-text`), mermaid labels too (`mermaid-text`)
+  and diagrams at least MERMAID_MIN of their size (`mermaid-scale`), display math not much smaller
+  than inline math where it would fit (`math-size`);
+- no raw TeX in the prose (`raw-tex`), nothing left from writing the book (`author-note`), in prose,
+  code and outputs, folded or not; a lesson states its `time-estimate` and numbers its figures
+  (`figure-caption`);
+- every reader: `axe` (critical, serious), the contents and outline `drawer`s, sliders within reach
+  of the `keyboard`, named and announced (`slider-name`, `slider-stops`), no tab-stop equations
+  (`equation-focus`), no `unanswered` checks, exercises and solutions fit a phone (`exercise-cut`,
+  `solution-width`).
 
-The measurements run in the page (measure.js); the rules that need no browser are functions
-here, tested in test_browser_rules.py.
+The measurements run in the page (measure.js); the rules that need no browser are functions here,
+tested in tests/tools/book/test_browser_rules.py.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import http.server
+import io
 import json
 import os
 import re
 import statistics
-import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -52,13 +43,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
 
+from PIL import Image
+
 from labs.classroom.figures import TEXT_KEY, svg_text_sizes
 from tools.book.widget_state import data_url, live_sliders, stored_figure
 
-# Debian's chromium-headless-shell (make chromium installs it): the same Blink and V8 as its full
-# chromium, without the desktop browser's compositor and GPU process. The browser and live-demo
-# checks cost 269 CPU-s in it against 304 in the full browser, on the same pages and rules. CHROMIUM
-# names another build.
+# Debian's chromium-headless-shell (make chromium): the full browser's Blink and V8, cheaper to run.
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium-headless-shell")
 FLAGS = [
     "--no-sandbox",
@@ -96,6 +86,7 @@ FIGURE_TEXT_MIN_PX = 10.0
 MATH_MIN_SHARE = 0.85
 CUT_TOLERANCE_PX = 2  # sub-pixel rounding aside
 PHONE_COLUMN_PX = 358  # the text column at 390 px: what a figure for phones is drawn for
+PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @dataclass(frozen=True)
@@ -251,11 +242,6 @@ def math_size_problems(sizes: dict, width: str) -> list[Problem]:
 # ---- figures ----------------------------------------------------------------------------
 
 
-def _image_data(src: str) -> str:
-    head, _, data = src.partition(",")
-    return data.strip() if head.endswith(";base64") else unquote(data).strip()
-
-
 def _stored_images(outputs: list[dict]) -> list[tuple[str, bytes]]:
     """The figures stored in a slider position's outputs, as ("svg" or "png", bytes)."""
     return [figure[:2] for out in outputs if (figure := stored_figure(out))]
@@ -269,36 +255,23 @@ def _shown_images(srcs: list[str]) -> list[tuple[str, bytes]]:
 def figure_width_pt(data: bytes) -> float | None:
     """The drawn width of a matplotlib figure in points: an SVG's width="...pt", or a PNG's pixel
     width over its pHYs resolution (matplotlib writes the dpi it rendered at; retina is 2x)."""
-    if data[:8] == b"\x89PNG\r\n\x1a\n":
-        width, at, ppm = struct.unpack(">I", data[16:20])[0], data.find(b"pHYs"), None
-        if at > 0:
-            ppx, _, unit = struct.unpack(">IIB", data[at + 4:at + 13])
-            ppm = ppx if unit == 1 else None
-        return width / (ppm * 0.0254) * 72 if ppm else None
+    if data[:8] == PNG:
+        image = Image.open(io.BytesIO(data))
+        return image.width / image.info["dpi"][0] * 72 if "dpi" in image.info else None
     m = re.search(rb'<svg[^>]*?\swidth="([\d.]+)pt"', data[:4000])
     return float(m.group(1)) if m else None
 
 
 def _figure_bytes(root: Path, page_url: str, src: str) -> bytes | None:
     if src.startswith("data:"):
-        data = _image_data(src)
-        return base64.b64decode(data) if src.partition(",")[0].endswith(";base64") else data.encode()
+        return data_url(src)[1]
     path = root / urlparse(urljoin(page_url, src)).path.lstrip("/")
     return path.read_bytes() if path.is_file() else None
 
 
 def png_text(data: bytes) -> dict[str, str]:
-    """A PNG's tEXt chunks (keyword: text): matplotlib writes its savefig metadata there."""
-    found, at = {}, 8
-    while at + 8 <= len(data):
-        size, kind = struct.unpack(">I4s", data[at:at + 8])
-        if kind == b"tEXt":
-            key, _, text = data[at + 8:at + 8 + size].partition(b"\0")
-            found[key.decode("latin-1")] = text.decode("latin-1")
-        if kind in (b"IDAT", b"IEND"):
-            break  # matplotlib writes its text chunks before the image data
-        at += 12 + size
-    return found
+    """A PNG's text chunks before its image data (keyword: text), where matplotlib writes its savefig metadata."""
+    return {k: v for k, v in Image.open(io.BytesIO(data)).info.items() if isinstance(v, str)}
 
 
 def png_smallest_text_pt(data: bytes) -> float | None:
@@ -310,7 +283,7 @@ def png_smallest_text_pt(data: bytes) -> float | None:
 def smallest_text_pt(data: bytes) -> float | None:
     """Every text of a figure, measured: an SVG's <text> and <tspan> sizes (text kept as text), or the
     size a PNG records. None: a PNG that records nothing, or a figure without text."""
-    if data[:8] == b"\x89PNG\r\n\x1a\n":
+    if data[:8] == PNG:
         return png_smallest_text_pt(data)
     sizes = svg_text_sizes(data.decode("utf-8", "replace"))
     return min(sizes) if sizes else None
@@ -344,7 +317,7 @@ def check_figure_text(page, root: Path, width: str) -> list[Problem]:
             continue
         smallest = smallest_text_pt(data)
         if smallest is None:
-            if data[:8] == b"\x89PNG\r\n\x1a\n":
+            if data[:8] == PNG:
                 out.append(Problem("figure-text", f"{width}: {fig['name']} near \"{fig['near']}\": the PNG does not "
                                                   "record its text sizes (run the notebook again: labs' setup() "
                                                   "records them)"))
@@ -389,38 +362,28 @@ def check_sliders(page, html: str) -> tuple[list[str], int]:
         name = f"live slider {n} ({spec.labels[0]} .. {spec.labels[-1]})"
 
         def expect(i: int, j: int, how: str) -> bool:
-            want_text = _lines(spec.text(i, j))
-            want_images = _stored_images(spec.outputs[(j, i)])
+            want = {"readout": spec.labels[i], "handle's aria-valuetext": spec.labels[i],
+                    "text": _lines(spec.text(i, j)), "images": _stored_images(spec.outputs[(j, i)])}
 
             def seen() -> dict:
-                return box.evaluate("box => bookCheck.sliderShown(box)")
+                shown = box.evaluate("box => bookCheck.sliderShown(box)")
+                return {"readout": shown["readout"], "handle's aria-valuetext": shown["valuetext"],
+                        "text": _lines(shown["text"]), "images": _shown_images(shown["images"])}
 
-            shown = seen()
             # The widget manager swaps the output within milliseconds; the limit is generous so that
             # the check holds while make test runs the notebooks beside it on the same cores.
             deadline = time.monotonic() + SLIDER_WAIT_S
-            while True:
-                if (shown["readout"] == spec.labels[i] and _lines(shown["text"]) == want_text
-                        and _shown_images(shown["images"]) == want_images and shown["valuetext"] == spec.labels[i]):
-                    return True
-                if time.monotonic() > deadline:
-                    break
+            while (got := seen()) != want and time.monotonic() < deadline:
                 page.wait_for_timeout(10)
-                shown = seen()
+            if got == want:
+                return True
             where = f"position {spec.labels[i]!r}" + (f", choice {spec.choice_labels[j]!r}" if spec.choice_labels
                                                       else "")
-            if shown["readout"] != spec.labels[i]:
-                problems.append(f"{name}: {how}, the readout shows {shown['readout']!r}, expected {spec.labels[i]!r}")
-            elif shown["valuetext"] != spec.labels[i]:
-                problems.append(f"{name}: {how}, its handle announces {shown['valuetext']!r} (aria-valuetext), not the "
-                                f"value shown, {spec.labels[i]!r}")
-            elif _lines(shown["text"]) != want_text:
-                got = " / ".join(_lines(shown["text"]))[:120]
-                problems.append(f"{name}: {how}, at {where} the page shows {got!r}, not the stored output "
-                                f"{' / '.join(want_text)[:120]!r}")
-            else:
-                problems.append(f"{name}: {how}, at {where} the page shows {len(shown['images'])} image(s) that "
-                                f"are not the {len(want_images)} stored")
+            wrong = next(k for k in want if got[k] != want[k])
+            brief = {"text": lambda v: repr(" / ".join(v)[:120]),
+                     "images": lambda v: f"{len(v)} image(s), {sum(len(b) for _, b in v)} bytes"}.get(wrong, repr)
+            problems.append(f"{name}: {how}, at {where} the page shows {wrong} {brief(got[wrong])}, "
+                            f"not the stored {brief(want[wrong])}")
             return False
 
         def choose(j: int) -> None:
@@ -516,13 +479,13 @@ def check_axe(page, width: str) -> list[Problem]:
     return axe_problems(violations, width)
 
 
-def drawer_problems(before: dict, after: dict, lessons: int, width: str, what: str = "contents") -> list[Problem]:
+def drawer_problems(before: dict, after: dict, lessons: int, width: str) -> list[Problem]:
     """The contents drawer: a visible button, and after pressing it the lesson list is shown (on a
     phone, in the drawer; wider, the sidebar the button hides and shows again)."""
     if not before["primaryButtons"]:
-        return [Problem("drawer", f"{width}: no visible button opens the {what} (the lesson list)")]
+        return [Problem("drawer", f"{width}: no visible button opens the contents (the lesson list)")]
     if after["lessons"] < lessons:
-        return [Problem("drawer", f"{width}: after pressing the {what} button, {after['lessons']} of the {lessons} "
+        return [Problem("drawer", f"{width}: after pressing the contents button, {after['lessons']} of the {lessons} "
                                   f"lessons are listed (dialogs open: {after['open'] or 'none'})")]
     return []
 
@@ -632,20 +595,23 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
             outside.append(r.request.url)
             r.abort()
 
+    def hard(rule: str, items: list[str]) -> None:
+        problems.extend(Problem(rule, item) for item in items)
+
+    def offline() -> None:
+        hard("console", [f"console error: {m[:200]}" for m in console if not any(k.search(m) for k in KNOWN_CONSOLE)])
+        hard("network", [f"tried to reach the network: {u}" for u in sorted(set(outside))])
+        hard("requests", [f"failed request: {u}" for u in sorted(set(failed))])
+
     page.route("**/*", route)
     page.set_viewport_size({"width": DESKTOP[0], "height": DESKTOP[1]})
     page.goto(url, wait_until="load")
     html = path.read_text(errors="replace")
     if "<article" not in html:  # a redirect page (the root index.html): it works offline, nothing to measure
         page.wait_for_timeout(300)
-        problems += [Problem("console", f"console error: {m[:200]}") for m in console
-                     if not any(k.search(m) for k in KNOWN_CONSOLE)]
+        offline()
         return PageResult(problems, "a redirect")
-
     page.evaluate(MEASURE_JS)
-
-    def hard(rule: str, items: list[str]) -> None:
-        problems.extend(Problem(rule, item) for item in items)
 
     has_math = 'class="math' in html
     if has_math:
@@ -667,19 +633,10 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
     positions = 0
     if views:
         try:
-            page.wait_for_function(
-                "n => document.querySelectorAll('.jupyter-widgets.widget-container, .jupyter-widgets.widget-box,"
-                " .widget-slider, .widget-dropdown, .widget-vbox, .widget-hbox').length >= n",
-                arg=1,
-                timeout=20000,
-            )
+            page.wait_for_function("() => bookCheck.unrenderedViews() === 0", timeout=20000)
         except Exception:
-            hard("widgets", ["saved widgets on the page but none rendered"])
-        unrendered = page.evaluate(
-            "() => [...document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]')]"
-            ".filter(s => !(s.previousElementSibling && s.previousElementSibling.classList.contains('jupyter-widgets'))"
-            " && !(s.parentElement && s.parentElement.querySelector('.jupyter-widgets'))).length"
-        )
+            pass  # counted next
+        unrendered = page.evaluate("() => bookCheck.unrenderedViews()")
         if unrendered:
             hard("widgets", [f"{unrendered} saved widget views not rendered"])
         slider_problems, positions = check_sliders(page, html)
@@ -715,10 +672,7 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
             page.screenshot(path=str(shots / f"{name}-{'desktop' if w == DESKTOP[0] else 'phone'}.png"),
                             full_page=True)
         problems += check_drawers(page, width, lessons)
-
-    hard("console", [f"console error: {m[:200]}" for m in console if not any(k.search(m) for k in KNOWN_CONSOLE)])
-    hard("network", [f"tried to reach the network: {u}" for u in sorted(set(outside))])
-    hard("requests", [f"failed request: {u}" for u in sorted(set(failed))])
+    offline()
     summary = (f"math {'yes' if has_math else 'no'}, mermaid {mermaid}, widgets {views}, "
                f"slider positions checked {positions}"
                + (f", Tabs from heading to slider {[t['tabs'] for t in tabs]}" if tabs else ""))
@@ -783,11 +737,7 @@ def page_weights(root: Path, pages: list[Path]) -> dict:
     live = root / LIVE_FOLDER
     book = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and live not in f.parents)
     live_bytes = sum(f.stat().st_size for f in live.rglob("*") if f.is_file())
-    # with the scripts and stylesheets each page names (reported, not limited: asset_problems says
-    # what no page may load)
-    fetched = {rel: size + sum(page_assets(root, root / rel).values()) for rel, size in weights.items()}
-    return {"pages": weights, "total_bytes": book, "page_limit_bytes": PAGE_LIMIT, "book_limit_bytes": BOOK_LIMIT,
-            "with_scripts_and_styles": fetched, "live_bytes": live_bytes, "live_limit_bytes": LIVE_LIMIT}
+    return {"pages": weights, "total_bytes": book, "live_bytes": live_bytes}
 
 
 def weight_problems(weights: dict) -> list[Problem]:
@@ -800,20 +750,3 @@ def weight_problems(weights: dict) -> list[Problem]:
         out.append(Problem("weight", f"the live demos' files ({LIVE_FOLDER}/) weigh {weights['live_bytes'] / 1e6:.1f} MB "
                                      f"(limit {LIVE_LIMIT / 1e6:.0f} MB)"))
     return out
-
-
-def report(results: dict[str, PageResult]) -> str:
-    """Every problem, by rule then page: the list a person works through."""
-    by_rule: dict[str, dict[str, list[str]]] = {}
-    for rel, result in results.items():
-        for p in result.problems:
-            by_rule.setdefault(p.rule, {}).setdefault(rel, []).append(p.text)
-    total = sum(len(r.problems) for r in results.values())
-    lines = [f"Browser check: {len(results)} pages, {total} problems", ""]
-    lines += [f"  {rule:15} {sum(len(v) for v in pages.values()):4}" for rule, pages in sorted(by_rule.items())]
-    for rule, pages in sorted(by_rule.items()):
-        lines += ["", f"## {rule}"]
-        for rel, texts in pages.items():
-            lines += ["", f"{rel}:"] + [f"  - {t}" for t in texts]
-    lines += ["", "## what each page holds", ""] + [f"{rel}: {r.summary}" for rel, r in results.items() if r.summary]
-    return "\n".join(lines) + "\n"

@@ -2,7 +2,8 @@
 // into each page (window.bookCheck) and calls its functions. Each returns plain data; the rules
 // that need no browser (raw TeX, author notes, figure sizes) are applied in Python.
 window.bookCheck = (() => {
-  const articleOf = () => document.querySelector('article.bd-article') || document.querySelector('main');
+  // check_page loads this file only into a page with an article (a redirect page has none).
+  const article = document.querySelector('article.bd-article') || document.querySelector('main');
 
   const squash = text => (text || '').replace(/[#¶]/g, '').replace(/\s+/g, ' ').trim();
   const words = (text, n = 60) => { const s = squash(text); return s.length > n ? s.slice(0, n - 1) + '…' : s; };
@@ -22,6 +23,9 @@ window.bookCheck = (() => {
     }
     return 'top of page';
   };
+
+  const longest = pre => pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+  const mathName = c => words((c.querySelector('mjx-assistive-mml') || c).textContent, 40);
 
   const shown = el => el.offsetParent !== null && el.getBoundingClientRect().width > 0;
   const inWidget = el => el.closest('.jupyter-widgets, .widget-output, .labs-live-slider');
@@ -73,8 +77,6 @@ window.bookCheck = (() => {
 
   // Figures, tables, printed outputs, widget outputs and diagrams that a reader cannot see whole.
   const cut = () => {
-    const article = articleOf();
-    if (!article) return [];
     const candidates = [
       ...article.querySelectorAll('img, table'),
       ...[...article.querySelectorAll('pre')].filter(isOutput),
@@ -96,15 +98,13 @@ window.bookCheck = (() => {
   // The legibility rules of issue 15 (the 1280 px ones only at 1280 px).
   const legibility = ([phone, mermaidMin]) => {
     const out = [];
-    const article = articleOf();
-    if (!article) return out;  // a redirect page (the root index.html) has nothing to measure
     const wide = el => el.closest('.wide, .tag_wide');
     if (!phone) {
       for (const pre of article.querySelectorAll('pre')) {
         if (pre.closest('.mermaid') || wide(pre) || pre.offsetParent === null) continue;
         if (pre.scrollWidth > pre.clientWidth + 1) {
           const kind = isOutput(pre) ? 'output' : 'code';
-          const line = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+          const line = longest(pre);
           out.push({rule: 'code-scroll', text: `${kind} block scrolls sideways (${pre.scrollWidth} px in ${pre.clientWidth}) `
                    + `near "${near(pre, article)}": ${line.length} characters in "${line.trim().slice(0, 60)}"`});
         }
@@ -164,8 +164,6 @@ window.bookCheck = (() => {
 
   // Mermaid labels as drawn: their font size times the diagram's scale.
   const mermaidText = () => {
-    const article = articleOf();
-    if (!article) return [];
     const out = [];
     for (const svg of article.querySelectorAll('.mermaid > svg')) {
       const box = svg.viewBox && svg.viewBox.baseVal;
@@ -183,17 +181,13 @@ window.bookCheck = (() => {
 
   // Display equations: their size against the page's inline math, and whether they would fit at it.
   const mathSizes = () => {
-    const article = articleOf();
-    if (!article) return {inline: [], display: []};
     const inline = [...article.querySelectorAll('mjx-container:not([display="true"])')]
       .filter(shown).map(c => parseFloat(getComputedStyle(c).fontSize));
     const display = [...article.querySelectorAll('mjx-container[display="true"]')].filter(shown).map(c => {
       const math = c.querySelector('mjx-math');
       return {fontPx: parseFloat(getComputedStyle(c).fontSize), width: (math || c).getBoundingClientRect().width,
               column: c.parentElement.clientWidth, bodyPx: parseFloat(getComputedStyle(c.parentElement).fontSize),
-              what: words(c.querySelector('mjx-assistive-mml') ? c.querySelector('mjx-assistive-mml').textContent
-                          : c.textContent, 40),
-              near: near(c, article)};
+              what: mathName(c), near: near(c, article)};
     });
     return {inline, display};
   };
@@ -202,8 +196,6 @@ window.bookCheck = (() => {
   // whether it is folded away (inside a closed <details>). Typeset math is left out (MathJax's
   // output is not TeX); TeX that MathJax did not typeset stays in the text.
   const blocks = () => {
-    const article = articleOf();
-    if (!article) return [];
     const BLOCK = 'p, li, dt, dd, td, th, h1, h2, h3, h4, h5, h6, figcaption, caption, summary, pre, blockquote, '
                   + '.nodeLabel, .edgeLabel, div.math, .widget-readout, .widget-label';
     const skip = 'mjx-container, script, style, .headerlink, .MathJax';
@@ -233,7 +225,13 @@ window.bookCheck = (() => {
   const shownFigures = () => [...document.querySelectorAll('.cell_output img')]
     .filter(shown)
     .map(i => ({src: i.getAttribute('src') || '', shown: i.getBoundingClientRect().width,
-                name: describe(i), near: near(i, articleOf())}));
+                name: describe(i), near: near(i, article)}));
+
+  // Saved widget views the widget manager did not render (nothing rendered beside or around them).
+  const VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]';
+  const unrenderedViews = () => [...document.querySelectorAll(VIEW)]
+    .filter(s => !(s.previousElementSibling && s.previousElementSibling.classList.contains('jupyter-widgets'))
+                 && !(s.parentElement && s.parentElement.querySelector('.jupyter-widgets'))).length;
 
   // Lesson figures: images in stored cell outputs (widget views aside) that lack a "Fig. N" caption.
   const unnumberedFigures = () => [...document.querySelectorAll('.cell_output img')]
@@ -246,7 +244,7 @@ window.bookCheck = (() => {
   // Mark each live slider box whose widget view names one of these model ids; the ids found.
   const markSliders = ids => {
     const found = [];
-    for (const s of document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')) {
+    for (const s of document.querySelectorAll(VIEW)) {
       let id;
       try { id = JSON.parse(s.textContent).model_id; } catch (e) { continue; }
       if (!ids.includes(id)) continue;
@@ -263,11 +261,8 @@ window.bookCheck = (() => {
     const readout = box.querySelector('.widget-readout');
     const images = [...stack.querySelectorAll('img')].map(i => i.getAttribute('src') || '');
     const handle = box.querySelector('.noUi-handle');
-    const live = box.querySelector('[aria-live]');
     return {readout: readout ? readout.textContent.trim() : '', text: stack.innerText, images,
-            valuetext: handle ? (handle.getAttribute('aria-valuetext') || '').trim() : '',
-            alts: [...stack.querySelectorAll('img')].filter(i => i.offsetParent !== null).map(i => i.getAttribute('alt') || ''),
-            announced: live ? live.textContent : ''};
+            valuetext: handle ? (handle.getAttribute('aria-valuetext') || '').trim() : ''};
   };
 
   // After a change (a wider or narrower window, opened answers): two frames, and the transitions
@@ -301,8 +296,6 @@ window.bookCheck = (() => {
 
   // ---- every reader (issue 32): keyboard, screen reader, phone ---------------------------------
 
-  const mathName = c => words(c.querySelector('mjx-assistive-mml') ? c.querySelector('mjx-assistive-mml').textContent
-                                                                    : c.textContent, 40);
   const nameOf = el => {
     const by = el.getAttribute('aria-labelledby');
     if (by) return squash(by.split(/\s+/).map(id => (document.getElementById(id) || {}).textContent || '').join(' '));
@@ -312,8 +305,6 @@ window.bookCheck = (() => {
   // Rules that read the page as it is; each {rule, text}. At 390 px (phone) also what a finger and
   // a narrow column need.
   const readers = phone => {
-    const article = articleOf();
-    if (!article) return [];
     const out = [];
     const focusable = [...document.querySelectorAll('mjx-container[tabindex]')]
       .filter(c => parseInt(c.getAttribute('tabindex'), 10) >= 0);
@@ -357,7 +348,7 @@ window.bookCheck = (() => {
       const exercise = /\bcheck_\w+\(|^\s*\w+ = None\b|# your code/m;
       for (const pre of article.querySelectorAll('.cell_input pre')) {
         if (!shown(pre) || !exercise.test(pre.textContent) || pre.scrollWidth <= pre.clientWidth + 1) continue;
-        const line = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+        const line = longest(pre);
         out.push({rule: 'exercise-cut', text: `exercise cell near "${near(pre, article)}" is cut at the column's edge `
                  + `(${pre.scrollWidth} px in ${pre.clientWidth}): "${line.trim().slice(0, 60)}" (${line.length} characters; `
                  + `at most 40, the instruction in the prose above)`});
@@ -381,25 +372,18 @@ window.bookCheck = (() => {
   };
 
   // The live sliders in page order, each with the heading above it: for the Tab count.
+  const headingAbove = (article, box) => [...article.querySelectorAll('h2, h3')]
+    .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
   const sliderHeadings = () => {
-    const article = articleOf();
-    if (!article) return [];
     return [...article.querySelectorAll('.labs-live-slider')].map((box, n) => {
-      const headings = [...article.querySelectorAll('h2, h3')]
-        .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING);
-      const h = headings[headings.length - 1];
+      const h = headingAbove(article, box);
       box.dataset.checkSlider = String(n);
       return {n, heading: h ? words(h.textContent, 50) : ''};
     });
   };
-  // Focus the link in the heading above slider n (a keyboard reader who jumped to that section).
+  // Focus the heading above slider n, as a keyboard reader arriving from the outline starts there.
   const focusHeadingOf = n => {
-    const article = articleOf();
-    const box = article.querySelector(`[data-check-slider="${n}"]`);
-    const headings = [...article.querySelectorAll('h2, h3')]
-      .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING);
-    // The heading itself, as a reader arriving from the outline (or a skip link) starts there.
-    const h = headings[headings.length - 1];
+    const h = headingAbove(article, article.querySelector(`[data-check-slider="${n}"]`));
     if (!h) return false;
     if (!h.hasAttribute('tabindex')) h.setAttribute('tabindex', '-1');
     h.focus();
@@ -431,7 +415,7 @@ window.bookCheck = (() => {
             primaryButtons: buttons('button.primary-toggle'), secondaryButtons: buttons('button.secondary-toggle')};
   };
 
-  return {cut, legibility, mermaidText, mathSizes, blocks, shownFigures, unnumberedFigures,
+  return {cut, legibility, mermaidText, mathSizes, blocks, shownFigures, unrenderedViews, unnumberedFigures,
           markSliders, sliderShown, settle, openDetails, restoreDetails, readers, sliderHeadings, focusHeadingOf,
           focusIn, navShown};
 })();

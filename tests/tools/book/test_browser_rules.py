@@ -1,80 +1,69 @@
 """The browser check's rules that need no browser (tools/book/browser.py): raw TeX, notes left from
-writing, what is cut, diagram and figure text, display math size, page weights,
-stored images; and the widget state the slider walk reads."""
+writing, what is cut, diagram and figure text, display math size, page weights, stored images
+and which boxes of a widget state are live sliders."""
 
 from __future__ import annotations
 
 import base64
 import html
+import io
+import json
 import os
 import re
+import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
+from labs.classroom.sliders import with_alt
 from tools.book import browser
 from tools.book.widget_state import live_sliders
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="module")
-def bc():
-    return browser
-
-
-def test_page_weight_counts_the_html_and_the_images_it_loads(bc, tmp_path):
+def test_page_weight_counts_the_html_and_its_images_and_weighs_the_live_folder_apart(tmp_path):
+    """The live demos' model (live/, fetched only on use) has its own limit; the rest of the book keeps its own."""
     (tmp_path / "_images").mkdir()
     (tmp_path / "_images" / "fig.png").write_bytes(b"x" * 1000)
     (tmp_path / "_images" / "other.png").write_bytes(b"y" * 500)
+    (tmp_path / "live").mkdir()
+    (tmp_path / "live" / "model.onnx").write_bytes(b"z" * 2000)
     page = tmp_path / "notebooks" / "01.html"
     page.parent.mkdir()
     html = '<img src="../_images/fig.png"><img src="../_images/fig.png"><img src="data:image/png;base64,AAAA">'
     page.write_text(html)
-    weights = bc.page_weights(tmp_path, [page])
-    assert weights["pages"] == {"notebooks/01.html": len(html) + 1000}
-    assert weights["total_bytes"] == len(html) + 1500
+    weights = browser.page_weights(tmp_path, [page])
+    assert weights == {"pages": {"notebooks/01.html": len(html) + 1000}, "total_bytes": len(html) + 1500,
+                       "live_bytes": 2000}
+    assert browser.weight_problems(weights) == []
+    heavy = dict(weights, live_bytes=browser.LIVE_LIMIT + 1)
+    assert [p.text for p in browser.weight_problems(heavy)] == [
+        f"the live demos' files (live/) weigh {(browser.LIVE_LIMIT + 1) / 1e6:.1f} MB "
+        f"(limit {browser.LIVE_LIMIT / 1e6:.0f} MB)"]
+    assert len(browser.weight_problems(dict(weights, total_bytes=browser.BOOK_LIMIT + 1))) == 1
+    assert len(browser.weight_problems(dict(weights, pages={"a.html": browser.PAGE_LIMIT + 1}))) == 1
 
 
-def test_the_live_folder_is_weighed_apart_from_the_book(bc, tmp_path):
-    """The live demos' model (live/, fetched only on use) has its own limit; the rest of the book keeps its own."""
-    page = tmp_path / "index.html"
-    page.write_text("<p>a page</p>")
-    (tmp_path / "live" / "models").mkdir(parents=True)
-    (tmp_path / "live" / "models" / "model.onnx").write_bytes(b"x" * 2000)
-    (tmp_path / "live" / "demos.js").write_bytes(b"y" * 30)
-    weights = bc.page_weights(tmp_path, [page])
-    assert weights["total_bytes"] == len("<p>a page</p>")
-    assert weights["live_bytes"] == 2030
-    assert bc.weight_problems(weights) == []
-    heavy = dict(weights, live_bytes=bc.LIVE_LIMIT + 1)
-    assert [p.text for p in bc.weight_problems(heavy)] == [
-        f"the live demos' files (live/) weigh {(bc.LIVE_LIMIT + 1) / 1e6:.1f} MB (limit {bc.LIVE_LIMIT / 1e6:.0f} MB)"]
-    assert len(bc.weight_problems(dict(weights, total_bytes=bc.BOOK_LIMIT + 1))) == 1
-
-
-def test_shown_images_compare_with_the_stored_ones(bc):
+def test_shown_images_compare_with_the_stored_ones():
     svg = '<svg xmlns="http://www.w3.org/2000/svg"><text>a &amp; b #1 50%</text></svg>'
-    from urllib.parse import quote
-
-    from labs.classroom.sliders import with_alt
-
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n....").decode()
     outputs = [{"output_type": "display_data", "data": {"image/svg+xml": svg}},
                {"output_type": "display_data", "data": {"image/png": png[:6] + "\n" + png[6:]}}]
     shown = ["data:image/svg+xml," + quote(svg), "data:image/png;base64," + png]
-    assert bc._shown_images(shown) == bc._stored_images(outputs)
+    assert browser._shown_images(shown) == browser._stored_images(outputs)
     # live_slider's <img alt> outputs: the page's src (entities decoded, as getAttribute gives it)
     stored = with_alt([dict(o, metadata={}) for o in outputs], "A figure.")
     srcs = [html.unescape(re.search(r"src='([^']*)'", o["data"]["text/html"]).group(1)) for o in stored]
-    assert bc._shown_images(srcs) == bc._stored_images(stored) == bc._stored_images(outputs)
+    assert browser._shown_images(srcs) == browser._stored_images(stored) == browser._stored_images(outputs)
 
 
-def drawn(fmt: str, **style):
-    import io
-
+def drawn(fmt: str, dpi: int = 100, metadata: bool = True, **style) -> bytes:
+    """A 4 x 3 in figure: 11 pt ticks on a log axis, a 9 pt legend; PNGs record their text sizes as labs' do."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -87,67 +76,39 @@ def drawn(fmt: str, **style):
         ax.semilogx([0.01, 0.1, 1], [1, 2, 3], label="a line")
         ax.legend(fontsize=9)
         buf = io.BytesIO()
-        fig.savefig(buf, format=fmt, metadata=png_metadata(fig) if fmt == "png" else None)
+        fig.savefig(buf, format=fmt, dpi=dpi, metadata=png_metadata(fig) if fmt == "png" and metadata else None)
     plt.close(fig)
     return buf.getvalue()
 
 
-def test_figure_text_is_measured_text_by_text_legends_and_exponents_included(bc):
+def test_figure_text_is_measured_text_by_text_legends_and_exponents_included():
     """The issue's case: 11 pt tick labels pass a 10 pt floor, but the legend (9 pt) and the log
     axis's exponents (0.7 x 11 = 7.7 pt) do not; both SVG and PNG figures say so."""
-    assert bc.smallest_text_pt(drawn("svg")) == pytest.approx(7.7)
-    assert bc.smallest_text_pt(drawn("png")) == pytest.approx(7.7)
+    assert browser.smallest_text_pt(drawn("svg")) == pytest.approx(7.7)
+    assert browser.smallest_text_pt(drawn("png")) == pytest.approx(7.7)
     # decades in digits (setup()'s min_exponent): the legend is then the smallest
-    assert bc.smallest_text_pt(drawn("svg", **{"axes.formatter.min_exponent": 4})) == pytest.approx(9)
-    problem = bc.figure_text_problem("Fig. 4.1", "Temperature", 358, 4 * 72, "390 px", 7.7)
-    assert problem.rule == "figure-text" and "smallest text (7.7 pt) is drawn at 9.6 px" in problem.text
+    assert browser.smallest_text_pt(drawn("svg", **{"axes.formatter.min_exponent": 4})) == pytest.approx(9)
 
 
-def test_a_png_that_records_no_text_sizes_is_not_measured(bc):
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(2, 2))
-    ax.plot([0, 1])
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    assert bc.png_text(buf.getvalue())["Software"].startswith("Matplotlib")
-    assert bc.smallest_text_pt(buf.getvalue()) is None
+def test_a_png_that_records_no_text_sizes_is_not_measured():
+    plain = drawn("png", metadata=False)
+    assert browser.png_text(plain)["Software"].startswith("Matplotlib")
+    assert browser.smallest_text_pt(plain) is None
 
 
 @pytest.mark.parametrize("fmt, dpi", [("png", 100), ("png", 200), ("svg", 72)])
-def test_figure_width_in_points_is_read_from_the_image_itself(bc, fmt, dpi):
-    """What the figure-text rule divides by: 5 in drawn at any dpi (retina is 2x) is 360 pt."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ax.plot([0, 1], [0, 1])
-    buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=dpi)
-    plt.close(fig)
-    assert bc.figure_width_pt(buf.getvalue()) == pytest.approx(360, abs=0.5)
+def test_figure_width_in_points_is_read_from_the_image_itself(fmt, dpi):
+    """What the figure-text rule divides by: 4 in drawn at any dpi (retina is 2x) is 288 pt."""
+    assert browser.figure_width_pt(drawn(fmt, dpi)) == pytest.approx(288, abs=0.5)
 
 
-def test_a_png_without_its_resolution_has_no_width_in_points(bc):
-    import struct
-    import zlib
-
+def test_a_png_without_its_resolution_has_no_width_in_points():
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 1, 8, 0, 0, 0, 0))
            + chunk(b"IDAT", zlib.compress(b"\x00\x00\x00")) + chunk(b"IEND", b""))
-    assert bc.figure_width_pt(png) is None
+    assert browser.figure_width_pt(png) is None
 
 
 # ---- raw TeX ---------------------------------------------------------------------------------
@@ -246,34 +207,25 @@ def test_figure_text_below_10_px_as_drawn_is_reported():
     problem = browser.figure_text_problem('Fig. 1.1 "Token vectors"', "The real grid", 342, 7.1 * 72, "390 px")
     assert problem.rule == "figure-text" and "drawn at 6.7 px" in problem.text and "at most 5.0 in wide" in problem.text
     assert browser.figure_text_problem("Fig. 1.2", "x", 358, 4.9 * 72, "390 px") is None
-
-
-def test_the_report_counts_problems_by_rule_and_lists_them_by_page():
-    results = {"a.html": browser.PageResult([browser.Problem("cut", "390 px: x"), browser.Problem("raw-tex", "y")], ""),
-               "b.html": browser.PageResult([browser.Problem("cut", "390 px: z")], "")}
-    text = browser.report(results)
-    assert "2 pages, 3 problems" in text
-    assert "  cut                2" in text and "## cut" in text and "  - 390 px: z" in text
+    assert "(7.7 pt) is drawn at 9.6 px" in browser.figure_text_problem("Fig. 4.1", "x", 358, 4 * 72, "390 px", 7.7).text
 
 
 # ---- the widget state the slider walk reads ---------------------------------------------------
 
 
-def test_live_sliders_are_read_back_from_a_widget_state():
+def test_only_the_course_s_live_slider_boxes_are_read_as_sliders():
+    """Other VBoxes in a widget state are not sliders (tests/classroom/test_sliders.py reads real sliders back)."""
     def model(name, **state):
         return {"model_name": name, "state": state}
 
-    outputs = [{"output_type": "stream", "name": "stdout", "text": f"value is {i}\n"} for i in range(3)]
     state = {"state": {
         "box": model("VBoxModel", _dom_classes=["labs-live-slider"], children=["IPY_MODEL_s", "IPY_MODEL_stack"]),
-        "s": model("SelectionSliderModel", _options_labels=["0", "1", "2"], index=1),
-        "stack": model("StackModel", _dom_classes=["labs-live-stack"], children=[f"IPY_MODEL_o{i}" for i in range(3)]),
-        **{f"o{i}": model("OutputModel", outputs=[outputs[i]]) for i in range(3)},
-        "other": model("VBoxModel", children=[]),
+        "s": model("SelectionSliderModel", _options_labels=["0", "1"], index=1),
+        "stack": model("StackModel", _dom_classes=["labs-live-stack"], children=["IPY_MODEL_o"]),
+        "o": model("OutputModel", outputs=[{"output_type": "stream", "name": "stdout", "text": "value is 0\n"}]),
+        "other": model("VBoxModel", children=["IPY_MODEL_o"]),
     }}
-    (spec,) = live_sliders(state)
-    assert (spec.model_id, spec.labels, spec.start, spec.choice_labels) == ("box", ["0", "1", "2"], 1, [])
-    assert spec.text(2) == "value is 2\n" and spec.images(2) == 0 and not spec.live_only(2)
+    assert [spec.model_id for spec in live_sliders(state)] == ["box"]
 
 
 # ---- what a plain `pytest tests` runs -------------------------------------------------------
@@ -294,7 +246,7 @@ def test_a_folder_run_leaves_the_browser_modules_out_and_says_so():
 # ---- every reader (issue 32): axe-core, the drawers, the keyboard, what a page loads --------------
 
 
-def test_axe_violations_fail_when_critical_or_serious_and_name_their_elements(bc):
+def test_axe_violations_fail_when_critical_or_serious_and_name_their_elements():
     violations = [
         {"id": "image-alt", "impact": "critical", "help": "Images must have alternative text",
          "nodes": [{"target": [".jp-RenderedSVG > img"], "html": "<img src=\"data:image/svg+xml,...\">"}]},
@@ -303,19 +255,17 @@ def test_axe_violations_fail_when_critical_or_serious_and_name_their_elements(bc
                    for i in range(6)]},
         {"id": "region", "impact": "moderate", "help": "All content in landmarks", "nodes": [{"target": ["div"]}]},
     ]
-    problems = bc.axe_problems(violations, "390 px")
+    problems = browser.axe_problems(violations, "390 px")
     assert [p.rule for p in problems] == ["axe", "axe"]
     assert "390 px: critical image-alt" in problems[0].text and ".jp-RenderedSVG > img" in problems[0].text
     assert "6 element(s)" in problems[1].text and "and 2 more" in problems[1].text
-    assert bc.axe_problems([violations[2]], "1280 px") == []
+    assert browser.axe_problems([violations[2]], "1280 px") == []
 
 
-def test_axe_is_vendored_from_the_npm_lock_for_the_check_not_the_book(bc):
-    import json
-
+def test_axe_is_vendored_from_the_npm_lock_for_the_check_not_the_book():
     lock = json.loads((ROOT / "package-lock.json").read_text())
     assert "node_modules/axe-core" in lock["packages"]
-    assert bc.AXE_JS.is_file(), "make vendor (npm ci) installs axe-core"
+    assert browser.AXE_JS.is_file(), "make vendor (npm ci) installs axe-core"
     assert "axe" not in (ROOT / ".ci" / "vendor.sh").read_text()  # nothing of it goes into the pages
 
 
@@ -324,25 +274,25 @@ def nav(lessons=9, outline=3, primary=1, secondary=1, open_=()):
             "primaryButtons": primary, "secondaryButtons": secondary}
 
 
-def test_the_drawer_rule_needs_a_visible_button_and_the_lesson_list_behind_it(bc):
-    assert bc.drawer_problems(nav(0), nav(9, open_=["pst-primary-sidebar-modal"]), 9, "390 px") == []
-    (hidden,) = bc.drawer_problems(nav(0, primary=0), nav(0), 9, "390 px")
+def test_the_drawer_rule_needs_a_visible_button_and_the_lesson_list_behind_it():
+    assert browser.drawer_problems(nav(0), nav(9, open_=["pst-primary-sidebar-modal"]), 9, "390 px") == []
+    (hidden,) = browser.drawer_problems(nav(0, primary=0), nav(0), 9, "390 px")
     assert hidden.rule == "drawer" and "no visible button opens the contents" in hidden.text
-    (dead,) = bc.drawer_problems(nav(0), nav(0), 9, "390 px")  # the issue's case: the button does nothing
+    (dead,) = browser.drawer_problems(nav(0), nav(0), 9, "390 px")  # the issue's case: the button does nothing
     assert "0 of the 9 lessons are listed (dialogs open: none)" in dead.text
 
 
-def test_a_slider_farther_than_9_tabs_from_its_heading_is_reported(bc):
+def test_a_slider_farther_than_9_tabs_from_its_heading_is_reported():
     counts = [{"n": 0, "heading": "The dial", "tabs": 3, "at": "", "limit": 30},
               {"n": 1, "heading": "Exercise", "tabs": 12, "at": "", "limit": 30},
               {"n": 2, "heading": "Practice", "tabs": None, "at": 'summary "Show code"', "limit": 30}]
-    problems = bc.tab_problems(counts)
+    problems = browser.tab_problems(counts)
     assert len(problems) == 2 and all(p.rule == "keyboard" for p in problems)
     assert 'live slider 2 under "Exercise": 12 Tabs from its heading (at most 9)' in problems[0].text
     assert "not reached in 30 Tabs" in problems[1].text and "Show code" in problems[1].text
 
 
-def test_pages_name_their_scripts_and_no_page_loads_the_icon_script_or_an_unused_widget_runtime(bc, tmp_path):
+def test_pages_name_their_scripts_and_no_page_loads_the_icon_script_or_an_unused_widget_runtime(tmp_path):
     static = tmp_path / "_static"
     (static / "scripts").mkdir(parents=True)
     (static / "widgets").mkdir()
@@ -358,11 +308,9 @@ def test_pages_name_their_scripts_and_no_page_loads_the_icon_script_or_an_unused
     light.write_text('<link rel="stylesheet" href="../_static/course.css" /><script src="https://example.org/x.js">'
                      '</script><script src="../_static/widgets/embed-amd.js"></script>'
                      '<script type="application/vnd.jupyter.widget-view+json">{}</script>')
-    assert bc.page_assets(tmp_path, heavy) == {"_static/scripts/fontawesome.js": 1000,
-                                               "_static/widgets/embed-amd.js": 500, "_static/course.css": 20}
-    problems = bc.asset_problems(tmp_path, [heavy, light])
+    assert browser.page_assets(tmp_path, heavy) == {"_static/scripts/fontawesome.js": 1000,
+                                                    "_static/widgets/embed-amd.js": 500, "_static/course.css": 20}
+    problems = browser.asset_problems(tmp_path, [heavy, light])
     assert [p.text for p in problems] == [
         "book/a.html loads _static/scripts/fontawesome.js (0.00 MB) for its icons",
         "book/a.html loads the widget runtime (0.00 MB) but shows no widget"]
-    weights = bc.page_weights(tmp_path, [heavy, light])
-    assert weights["with_scripts_and_styles"]["book/a.html"] == len(heavy.read_text()) + 1520
