@@ -36,6 +36,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -303,7 +304,7 @@ async def run_notebook(path: Path, timeout: int) -> dict:
 
 # ---- 5. two processes ------------------------------------------------------------------------
 
-def ddp_check(src: Path, timeout: int) -> dict:
+def ddp_check(src: Path, timeout: int) -> list[str]:
     """tools/platforms/ddp_probe.py's whole check in the twin's Python (its torch). The course is
     installed as the install cell installs it, if no notebook did."""
     if COURSE not in freeze():
@@ -316,13 +317,12 @@ def ddp_check(src: Path, timeout: int) -> dict:
         done = subprocess.run([str(VENV / "bin" / "python"), "-m", "tools.platforms.ddp_probe", str(folder)],
                               cwd=src, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"problems": [f"two processes: no answer within {timeout} s"]}
-    lines = done.stdout.strip().splitlines()
-    if done.returncode or not lines:
-        return {"problems": [f"two processes: the check exited {done.returncode}: {done.stderr.strip()[-800:]}"]}
-    found = json.loads(lines[-1])
-    found["problems"] = [f"two processes on torch {found['torch']}: {p}" for p in found["problems"]]
-    return found
+        return [f"two processes: no answer within {timeout} s"]
+    print(textwrap.indent(done.stdout.strip(), "  "))
+    if not done.returncode:
+        return []
+    return [line for line in done.stdout.splitlines() if line.startswith("two processes on torch")] or [
+        f"two processes: the check exited {done.returncode}: {done.stderr.strip()[-800:]}"]
 
 
 # ---- 6. restart rehearsal --------------------------------------------------------------------
@@ -428,12 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     ran = {"python": "%d.%d" % version, **{name: now.get(name) for name in VERSIONS}}
 
     print("Two processes (torchrun, gloo) against one, on the twin's torch:")
-    ddp = ddp_check(src, args.timeout)
-    problems += ddp["problems"]
-    if "train_losses" in ddp:
-        print(f"  one DDP step: loss {ddp['step_loss']:.4f}; train losses "
-              f"{', '.join(f'{x:.4f}' for x in ddp['train_losses'])} in {ddp['processes']} processes, "
-              f"{', '.join(f'{x:.4f}' for x in ddp['one_process_losses'])} in one")
+    problems += ddp_check(src, args.timeout)
     print("Restart rehearsal (the install cell after an upgrade):")
     try:
         problems += asyncio.run(rehearse_restart(src / "notebooks", cell_text()))
