@@ -40,17 +40,15 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
+from tools.notebooks.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text, first_code_cell,
+                                          problems as cell_problems)
+from tools.notebooks.kernel_client import slice_polls
+from tools.platforms import colab_frontend as frontend
+from tools.platforms.pins import canonical, constraints
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # run as a script too
-
-from tools.platforms import colab_frontend as frontend  # noqa: E402
-from tools.notebooks.kernel_client import slice_polls  # noqa: E402
-from tools.notebooks.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text,  # noqa: E402
-                                          first_code_cell, problems as cell_problems)
-from tools.platforms.pins import canonical, constraints  # noqa: E402
-
-import pytest  # noqa: E402
-
 RUNTIME = ROOT / "tools" / "platforms" / "colab_runtime.txt"
 HOME = Path(os.environ.get("COLAB_TWIN_DIR", ROOT / ".cache" / "colab-twin"))
 VENV = HOME / "venv"
@@ -70,27 +68,18 @@ KEEP = ("torch", "sentence-transformers", "transformers", "numpy", "scikit-learn
 # For the restart rehearsal: a sentence-transformers below the course's range.
 OLD_ST = "sentence-transformers==5.6.1"
 COURSE = "similar-embeddings-course-labs"
-VERSIONS = ("torch", "sentence-transformers", "transformers", "numpy", "scikit-learn", "matplotlib",
-            "ipywidgets", "widgetsnbextension", "ipykernel", "ipython", "notebook", COURSE)
-
-
-def pins() -> dict[str, str]:
-    """Colab's versions: {canonical name: version} of colab_runtime.txt."""
-    return constraints(RUNTIME)
 
 
 # ---- 1. build ------------------------------------------------------------------------------
 
-def _runs(python: str) -> tuple[int, int] | None:
+def _runs(python: str) -> tuple[int, ...] | None:
+    """The (major, minor) of a Python that runs and can make a venv; None for one that does not."""
     try:
         out = subprocess.run([python, "-c", "import sys, venv, ensurepip; print(*sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+                             capture_output=True, text=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError):  # not there, a failing shim, no answer
         return None
-    if out.returncode:
-        return None
-    major, minor = out.stdout.split()
-    return int(major), int(minor)
+    return tuple(map(int, out.stdout.split()))
 
 
 def find_python() -> tuple[str, tuple[int, int]]:
@@ -108,7 +97,7 @@ def find_python() -> tuple[str, tuple[int, int]]:
 
 
 def requirements(version: tuple[int, int]) -> list[str]:
-    reqs = [f"{name}=={v}" for name, v in pins().items()]
+    reqs = [f"{name}=={v}" for name, v in constraints(RUNTIME).items()]
     if version != COLAB_PYTHON:  # PyPI's torch 2.11 exists for 3.11 too, but only as a CUDA build to download
         reqs = [FALLBACK_TORCH if r.startswith("torch==") else r for r in reqs]
     return reqs
@@ -366,7 +355,7 @@ async def rehearse_restart(cwd: Path, cell_source: str) -> list[str]:
 # ---- 7. report -------------------------------------------------------------------------------
 
 def differences(version: tuple[int, int], ran: dict) -> list[str]:
-    want = pins()
+    want = constraints(RUNTIME)
     if version != COLAB_PYTHON:
         out = [f"Python {version[0]}.{version[1]}, not Colab's {COLAB_PYTHON[0]}.{COLAB_PYTHON[1]}: the CPU "
                f"{FALLBACK_TORCH} wheel on disk stands in for Colab's torch {want['torch']}"]
@@ -425,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
               + (f", {result['positions']} slider positions checked on {result['sliders']} sliders" if result["sliders"] else "")
               + (f", {len(result['problems'])} problem(s)" if result["problems"] else ""))
     now = freeze()  # what the kernels ran with
-    ran = {"python": "%d.%d" % version, **{name: now.get(name) for name in VERSIONS}}
+    ran = {"python": "%d.%d" % version, **{name: now.get(name) for name in (*KEEP, COURSE)}}
 
     print("Two processes (torchrun, gloo) against one, on the twin's torch:")
     problems += ddp_check(src, args.timeout)

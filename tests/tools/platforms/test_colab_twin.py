@@ -33,7 +33,7 @@ def dependencies() -> dict[str, Requirement]:
 
 
 def test_the_twin_pins_colabs_versions_each_once():
-    pins = twin.pins()
+    pins = constraints(twin.RUNTIME)
     assert {name: pins.get(name) for name in COLAB} == COLAB
     assert twin.COLAB_PYTHON == (3, 13)
     names = [line.split("#")[0].strip().partition("==")[0] for line in twin.RUNTIME.read_text().splitlines()]
@@ -47,7 +47,7 @@ def test_the_ranges_admit_colabs_packages_and_the_tested_set():
     for name in ("ipywidgets", "numpy", "scikit-learn", "matplotlib"):  # the "done when"
         assert name in deps
     tested = constraints()
-    for name, version in twin.pins().items():
+    for name, version in constraints(twin.RUNTIME).items():
         if name in deps:
             assert deps[name].specifier.contains(version), f"{deps[name]} refuses Colab's {name} {version}"
             assert deps[name].specifier.contains(tested[name]), f"{deps[name]} refuses the tested {tested[name]}"
@@ -58,7 +58,7 @@ def test_without_python_313_the_twin_takes_the_cpu_wheel_on_disk():
     reqs = twin.requirements((3, 11))
     assert twin.FALLBACK_TORCH in reqs and "torch==2.11.0" not in reqs
     assert "torch==2.11.0" in twin.requirements((3, 13))
-    assert len(reqs) == len(twin.pins())
+    assert len(reqs) == len(constraints(twin.RUNTIME))
 
 
 def test_make_colab_twin_runs_the_twin_and_ci_runs_it_after_make_test():
