@@ -1,24 +1,20 @@
 """`make colab-twin`: the lessons on a twin of Colab's runtime, sliders moved through the kernel.
 
 1. **Build** (kept in .cache/colab-twin until colab_runtime.txt, `BUILD_STEPS` or the Python change): a
-   virtual environment with Colab's versions of the packages in tools/platforms/colab_runtime.txt, from
-   the package registries only, on Python 3.13 as on Colab (the first ``python3.13`` that runs, or
-   pyenv's); without one, Python 3.11 with the CPU torch wheel, and the report says so. A kernel spec
-   points at it.
+   venv with Colab's versions of colab_runtime.txt's packages, from the package registries only, on
+   Python 3.13 as on Colab (else 3.11 with the CPU torch wheel; the report says so), and its kernel spec.
 2. **Reset** to the built state (its pip freeze), as a fresh Colab session.
-3. **nbval on the twin's kernel**, every notebook, from a copy of the working tree (tracked and untracked
-   files): ``pytest --nbval --nbval-kernel-name colab-twin`` with the tolerance plugin and the sanitize
-   file, as ``make nbval`` compares. The install cell installs the course from that copy (it reads
-   ``COURSE_SOURCE``). Loaded as a plugin (``-p tools.platforms.colab_twin``), this module leaves out what
-   Colab cannot print: myst-nb's glue records and pip's notes about this machine's package folders.
-   Then the install cells must have changed none of Colab's packages (they may add what Colab lacks).
-4. **Sliders**: each notebook again (nbclient keeps the widget state a frontend would), every live
-   slider moved through the kernel (tools/platforms/colab_frontend.py) and compared at each position
-   with what its function computes afresh.
-5. **Two processes** (tools/platforms/ddp_probe.py) on Colab's torch: one DDP step and ``train`` under
-   ``torchrun --nproc_per_node 2`` (gloo, CPU) equal one process.
-6. **Restart rehearsal**: with an older sentence-transformers, the install cell upgrades it and prints
-   nothing in a fresh kernel; after ``import sentence_transformers`` it prints the one restart line.
+3. **nbval on the twin's kernel**, every notebook of a copy of the working tree (tracked and untracked
+   files), with the tolerance plugin and the sanitize file as ``make nbval``; the install cell installs
+   the course from that copy (``COURSE_SOURCE``). As its plugin (``-p tools.platforms.colab_twin``)
+   this module leaves out what Colab cannot print: myst-nb's glue records and pip's notes about this
+   machine's package folders. The install cells must change none of Colab's packages (`KEEP`).
+4. **Sliders**: each notebook again in nbclient, every live slider moved through the kernel
+   (colab_frontend.py) and compared at each position with what its function computes afresh.
+5. **Two processes** (ddp_probe.py) on Colab's torch: one DDP step and ``train`` under torchrun
+   (gloo, CPU) equal one process.
+6. **Restart rehearsal**: the install cell upgrades an older sentence-transformers quietly in a fresh
+   kernel, and prints the one restart line after ``import sentence_transformers``.
 7. **Report**: the versions the kernels ran with and what differs from Colab; exit status 1 on any problem.
 
     python -m tools.platforms.colab_twin [--notebooks 01,04] [--rebuild] [--timeout S]
@@ -364,12 +360,9 @@ def differences(version: tuple[int, int], ran: dict) -> list[str]:
                "on a GPU when one is chosen): no CUDA kernel runs here"]
     out += [f"{name} {ran[name]}, not Colab's {want[name]}" for name in want
             if name != "torch" and ran.get(name) is not None and ran[name].split("+")[0] != want[name]]
-    out.append("every package the twin holds that Colab holds too is at Colab's version (tools/platforms/colab_runtime.txt), "
-               "but torch's CUDA libraries, pip and setuptools; Colab preinstalls hundreds more, and its own "
-               "google.colab frontend")
-    out.append("the widget frontend is nbclient's Output-widget mimic driven by tools/platforms/colab_frontend.py, not "
-               "Colab's; HF_HUB_OFFLINE and the quiet settings of the Makefile are set (no hub here)")
-    return out
+    return out + ["the packages Colab preinstalls beyond colab_runtime.txt, torch's CUDA libraries, pip and setuptools; "
+                  "Colab's google.colab frontend (here nbclient's widget mimic, driven by colab_frontend.py); the hub "
+                  "(HF_HUB_OFFLINE and the Makefile's quiet settings are set)"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,11 +27,6 @@ COLAB = {"torch": "2.11.0", "sentence-transformers": "5.7.0", "transformers": "5
          "accelerate": "1.14.0", "scipy": "1.16.3", "huggingface-hub": "1.27.0"}
 
 
-def dependencies() -> dict[str, Requirement]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {canonical(Requirement(d).name): Requirement(d) for d in project["dependencies"]}
-
-
 def test_the_twin_pins_colabs_versions_each_once():
     pins = constraints(twin.RUNTIME)
     assert {name: pins.get(name) for name in COLAB} == COLAB
@@ -43,7 +38,8 @@ def test_the_twin_pins_colabs_versions_each_once():
 def test_the_ranges_admit_colabs_packages_and_the_tested_set():
     """Colab keeps its widget library, numpy, scikit-learn, matplotlib, torch, sentence-transformers
     and transformers: pip has nothing to replace. The course's own pinned set stays inside too."""
-    deps = dependencies()
+    deps = {canonical(Requirement(d).name): Requirement(d)
+            for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
     for name in ("ipywidgets", "numpy", "scikit-learn", "matplotlib"):  # the issue's "done when"
         assert name in deps
     tested = constraints()
