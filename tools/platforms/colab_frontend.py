@@ -1,19 +1,14 @@
 """A notebook frontend cut down to what a live slider needs, driving a real kernel.
 
-A reader moving a slider in Colab or JupyterLab makes the frontend send the kernel a widget
-``update`` message (the slider's new ``index``); the kernel runs the slider's observers, and what
-they print inside ``with output:`` comes back on IOPub with that message as its parent, where the
-frontend routes it into the Output widget. `move` sends exactly that message through a running
-nbclient `NotebookClient` and lets nbclient's own Output-widget mimic route the answer, so the
-widget state it keeps is what a frontend would show.
+A reader moving a slider makes the frontend send the kernel a widget ``update`` message (the new
+``index``); what the observers print inside ``with output:`` comes back on IOPub with that message
+as its parent. `move` sends exactly that message through a running nbclient `NotebookClient`, whose
+own Output-widget mimic routes the answer, so its widget state is what a frontend would show.
 
-`walk` moves every live slider of a cell (made by `labs.classroom.sliders.live_slider`) through
-its positions, and compares what is shown after each move with what the slider's function
-computes afresh in the kernel at that position. With ipywidgets 7 (Colab) the shown output is the
-box's one Output widget, redrawn by the kernel; with ipywidgets 8 it is the stored output the
-browser's links would pick from the box's Stack.
-
-Used by ``make colab-twin`` (tools/platforms/colab_twin.py) and tests/classroom/test_sliders.py.
+`walk` moves every live slider of a cell (`labs.classroom.sliders.live_slider`) through its
+positions and compares what is shown after each move with what the slider's function computes
+afresh in the kernel there: with ipywidgets 7 (Colab) the box's one Output widget, with ipywidgets 8
+the stored output the browser's links would pick from the box's Stack.
 """
 
 from __future__ import annotations
@@ -53,10 +48,6 @@ class Slider:
             f" x {len(self.choice_labels)} choices" if self.choice_labels else "")
 
 
-def _ref(value: str) -> str:
-    return value[len(PREFIX):] if value.startswith(PREFIX) else value
-
-
 def sliders_in(client, cell) -> list[Slider]:
     """The live sliders a cell displayed, read from the widget state nbclient keeps."""
     found = []
@@ -68,8 +59,7 @@ def sliders_in(client, cell) -> list[Slider]:
         state = client.widget_state.get(view["model_id"], {})
         if BOX_CLASS not in state.get("_dom_classes", []):
             continue
-        children = [_ref(c) for c in state["children"]]
-        slider_id, *middle, shown_id = children
+        slider_id, *middle, shown_id = [c.removeprefix(PREFIX) for c in state["children"]]
         choice_id = middle[0] if middle else None
         slider = client.widget_state[slider_id]
         choice = client.widget_state[choice_id] if choice_id else {}
@@ -90,8 +80,8 @@ def shown_outputs(client, s: Slider) -> list[dict]:
     i = state[s.slider]["index"]
     j = state[s.choice]["index"] if s.choice else 0
     stack = state[s.shown]
-    inner = state[_ref(stack["children"][j])] if s.choice else stack
-    return [dict(o) for o in state[_ref(inner["children"][i])].get("outputs", [])]
+    inner = state[stack["children"][j].removeprefix(PREFIX)] if s.choice else stack
+    return [dict(o) for o in state[inner["children"][i].removeprefix(PREFIX)].get("outputs", [])]
 
 
 def normal(outputs: list[dict]) -> list[dict]:
@@ -157,25 +147,18 @@ del _json, _widgets, _known
 """
 
 
-async def expected(client, s: Slider, i: int, j: int) -> list[dict]:
-    """What the slider's function prints and draws at (i, j), computed afresh in the kernel."""
-    return json.loads(await run(client, EXPECTED.format(box=s.box, i=i, j=j)))
-
-
 def _describe(outputs: list[dict]) -> str:
-    parts = []
-    for o in outputs:
-        if o["output_type"] == "stream":
-            parts.append(repr(o["text"][:80]))
-        else:
-            parts.append(o["data"].get("text/plain", "<display>"))
+    parts = [repr(o["text"][:80]) if o["output_type"] == "stream" else o["data"].get("text/plain", "<display>")
+             for o in outputs]
     return ", ".join(parts) or "nothing"
 
 
-async def check(client, s: Slider, i: int, j: int, stray: list[dict], before: list[dict] | None) -> None:
+async def check(client, s: Slider, i: int, j: int, stray: list[dict], before: list[dict] | None) -> list[dict]:
+    """Compare what is shown at (i, j) with what the slider's function computes afresh in the kernel
+    there; return what is shown."""
     where = f"{s.labels[i]}" + (f" / {s.choice_labels[j]}" if s.choice_labels else "")
     now = normal(shown_outputs(client, s))
-    want = normal(await expected(client, s, i, j))
+    want = normal(json.loads(await run(client, EXPECTED.format(box=s.box, i=i, j=j))))
     s.checked += 1
     if stray:
         s.problems.append(f"{s.name} at {where}: the move printed outside the widget: {_describe(stray)}")
@@ -183,24 +166,23 @@ async def check(client, s: Slider, i: int, j: int, stray: list[dict], before: li
         s.problems.append(f"{s.name} at {where}: shows {_describe(now)}, the code computes {_describe(want)}")
     elif before is not None and want != before:
         s.changed += 1
+    return now
 
 
 async def walk(client, s: Slider, timeout: float = 600) -> Slider:
     """Every slider position under the starting choice, then every other choice at the starting
     position, and back to the start; after each move, compare what is shown with what the code
     computes there. Problems are collected in ``s.problems``."""
-    await check(client, s, s.start, s.choice_start, [], None)
-    before = normal(shown_outputs(client, s))
-    order = [i for i in range(len(s.labels)) if i != s.start] + [s.start]
-    for i in order:
-        stray = await move(client, s.slider, i, timeout)
-        await check(client, s, i, s.choice_start, stray, before)
-        before = normal(shown_outputs(client, s))
+    def around(n: int, start: int) -> list[int]:
+        return [k for k in range(n) if k != start] + [start]
+
+    moves = [(s.slider, i, i, s.choice_start) for i in around(len(s.labels), s.start)]  # (control, its index, i, j)
     if s.choice:
-        for j in [k for k in range(len(s.choice_labels)) if k != s.choice_start] + [s.choice_start]:
-            stray = await move(client, s.choice, j, timeout)
-            await check(client, s, s.start, j, stray, before)
-            before = normal(shown_outputs(client, s))
+        moves += [(s.choice, j, s.start, j) for j in around(len(s.choice_labels), s.choice_start)]
+    before = await check(client, s, s.start, s.choice_start, [], None)
+    for control, index, i, j in moves:
+        stray = await move(client, control, index, timeout)
+        before = await check(client, s, i, j, stray, before)
     if not s.changed:
         s.problems.append(f"{s.name}: no move changed what is shown (the walk proved nothing)")
     return s

@@ -1,36 +1,23 @@
 """`make colab-twin`: the lessons on a twin of Colab's runtime, sliders moved through the kernel.
 
-1. **Build** (once; kept in .cache/colab-twin until tools/platforms/colab_runtime.txt, this file's build
-   steps or the Python change): a virtual environment with Colab's versions of the packages in
-   tools/platforms/colab_runtime.txt (the lesson and widget stacks, and Colab's versions of everything else
-   they and the course need that Colab preinstalls), from the package registries only. Python 3.13 as on Colab (the
-   first ``python3.13`` that runs, or pyenv's); without one, the nearest Python that has the CPU
-   torch wheel (3.11, torch 2.13.0), and the report says so. A kernel spec points at it.
-2. **Reset**: every run starts from the built state (pip freeze taken after the build): what a
-   previous run installed is removed, what it changed is put back, as on a fresh Colab session.
-3. **nbval on the twin's kernel**, every notebook, from a copy of the working tree (tracked and
-   untracked files, not ignored ones): ``pytest --nbval --nbval-kernel-name colab-twin`` with
-   the tolerance plugin and the sanitize file, as ``make nbval`` compares. The first code cell
-   installs the course exactly as on Colab, from that copy instead of the repository URL: the
-   cell reads ``COURSE_SOURCE``. Loaded as a plugin (``-p tools.platforms.colab_twin``), this module
-   leaves out of the comparison what Colab cannot print: myst-nb's glue records (Colab has no
-   myst-nb) and pip's notes about this machine's local package folders. Then the twin checks
-   that the install cells changed none of Colab's packages (they may add what Colab lacks).
-4. **Sliders**: each notebook top to bottom again (nbclient, which keeps the widget state a
-   frontend would), and every live slider it shows moved through the kernel
-   (tools/platforms/colab_frontend.py): each position is compared with what the slider's function
-   computes afresh there.
-5. **Two processes** (tools/platforms/ddp_probe.py, the check tests/retrieval/test_scaling.py
-   makes here): on Colab's torch, ``torchrun --nproc_per_node 2`` (gloo, CPU) runs one DDP step
-   and the ``train`` command; the step's loss and gradients and the run's losses are compared
-   with one process's.
-6. **Restart rehearsal**: with an older sentence-transformers installed, the install cell run in
-   a fresh kernel upgrades it and prints nothing (nothing had imported it); run after
-   ``import sentence_transformers`` it prints the one restart line.
-7. **Report**: the versions the kernels ran with, each notebook's time (and its install cell's,
-   and its sliders'), what differs from Colab; exit status 1 on any failure.
+1. **Build** (kept in .cache/colab-twin until colab_runtime.txt, `BUILD_STEPS` or the Python change): a
+   venv with Colab's versions of colab_runtime.txt's packages, from the package registries only, on
+   Python 3.13 as on Colab (else 3.11 with the CPU torch wheel; the report says so), and its kernel spec.
+2. **Reset** to the built state (its pip freeze), as a fresh Colab session.
+3. **nbval on the twin's kernel**, every notebook of a copy of the working tree (tracked and untracked
+   files), with the tolerance plugin and the sanitize file as ``make nbval``; the install cell installs
+   the course from that copy (``COURSE_SOURCE``). As its plugin (``-p tools.platforms.colab_twin``)
+   this module leaves out what Colab cannot print: myst-nb's glue records and pip's notes about this
+   machine's package folders. The install cells must change none of Colab's packages (`KEEP`).
+4. **Sliders**: each notebook again in nbclient, every live slider moved through the kernel
+   (colab_frontend.py) and compared at each position with what its function computes afresh.
+5. **Two processes** (ddp_probe.py) on Colab's torch: one DDP step and ``train`` under torchrun
+   (gloo, CPU) equal one process.
+6. **Restart rehearsal**: the install cell upgrades an older sentence-transformers quietly in a fresh
+   kernel, and prints the one restart line after ``import sentence_transformers``.
+7. **Report**: the versions the kernels ran with and what differs from Colab; exit status 1 on any problem.
 
-    python -m tools.platforms.colab_twin [--notebooks 01,04] [--rebuild] [--no-ddp] [--no-rehearsal]
+    python -m tools.platforms.colab_twin [--notebooks 01,04] [--rebuild] [--timeout S]
 """
 
 from __future__ import annotations
@@ -45,20 +32,19 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
+from tools.notebooks.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text, first_code_cell,
+                                          problems as cell_problems)
+from tools.notebooks.kernel_client import slice_polls
+from tools.platforms import colab_frontend as frontend
+from tools.platforms.pins import canonical, constraints
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # run as a script too
-
-from tools.platforms import colab_frontend as frontend  # noqa: E402
-from tools.notebooks.kernel_client import slice_polls  # noqa: E402
-from tools.notebooks.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text,  # noqa: E402
-                                          first_code_cell, problems as cell_problems)
-from tools.platforms.pins import canonical  # noqa: E402
-
-import pytest  # noqa: E402
-
 RUNTIME = ROOT / "tools" / "platforms" / "colab_runtime.txt"
 HOME = Path(os.environ.get("COLAB_TWIN_DIR", ROOT / ".cache" / "colab-twin"))
 VENV = HOME / "venv"
@@ -66,7 +52,7 @@ KERNELS = HOME / "kernels"
 KERNEL = "colab-twin"
 SNAPSHOT = HOME / "built-freeze.txt"
 STAMP = HOME / "built.json"
-EXECUTED = HOME / "executed"  # the notebooks as the twin ran them
+EXECUTED = HOME / "executed"  # the notebooks as the slider run executed them
 BUILD_STEPS = 1  # bump when the build below changes: a kept twin is then rebuilt
 COLAB_PYTHON = (3, 13)
 FALLBACK_PYTHON = (3, 11)
@@ -77,36 +63,19 @@ KEEP = ("torch", "sentence-transformers", "transformers", "numpy", "scikit-learn
         "jupyter-client", "traitlets")
 # For the restart rehearsal: a sentence-transformers below the course's range.
 OLD_ST = "sentence-transformers==5.6.1"
-VERSIONS = ("python", "torch", "sentence-transformers", "transformers", "numpy", "scikit-learn", "matplotlib",
-            "ipywidgets", "widgetsnbextension", "ipykernel", "ipython", "notebook", "similar-embeddings-course-labs")
-
-
-def say(text: str = "") -> None:
-    print(text, flush=True)
-
-
-def pins() -> dict[str, str]:
-    out = {}
-    for line in RUNTIME.read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            out[canonical(name)] = version
-    return out
+COURSE = "similar-embeddings-course-labs"
 
 
 # ---- 1. build ------------------------------------------------------------------------------
 
-def _runs(python: str) -> tuple[int, int] | None:
+def _runs(python: str) -> tuple[int, ...] | None:
+    """The (major, minor) of a Python that runs and can make a venv; None for one that does not."""
     try:
         out = subprocess.run([python, "-c", "import sys, venv, ensurepip; print(*sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+                             capture_output=True, text=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError):  # not there, a failing shim, no answer
         return None
-    if out.returncode:
-        return None
-    major, minor = out.stdout.split()
-    return int(major), int(minor)
+    return tuple(map(int, out.stdout.split()))
 
 
 def find_python() -> tuple[str, tuple[int, int]]:
@@ -124,20 +93,17 @@ def find_python() -> tuple[str, tuple[int, int]]:
 
 
 def requirements(version: tuple[int, int]) -> list[str]:
-    reqs = [f"{name}=={v}" for name, v in pins().items()]
+    reqs = [f"{name}=={v}" for name, v in constraints(RUNTIME).items()]
     if version != COLAB_PYTHON:  # PyPI's torch 2.11 exists for 3.11 too, but only as a CUDA build to download
         reqs = [FALLBACK_TORCH if r.startswith("torch==") else r for r in reqs]
     return reqs
 
 
-def pip(*args: str, quiet: bool = True) -> subprocess.CompletedProcess:
-    cmd = [str(VENV / "bin" / "python"), "-m", "pip", *args] + (["-q"] if quiet else [])
+def pip(*args: str) -> None:
+    cmd = [str(VENV / "bin" / "python"), "-m", "pip", *args, "-q"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:
-        noise = re.compile(r"^WARNING: Location .* is ignored")
-        err = "\n".join(line for line in done.stderr.splitlines() if not noise.match(line))
-        raise SystemExit(f"colab-twin: {' '.join(cmd[2:])} failed:\n{err[-4000:]}")
-    return done
+        raise SystemExit(f"colab-twin: {' '.join(cmd[2:])} failed:\n{_less_notes(done.stderr)[-4000:]}")
 
 
 def freeze() -> dict[str, str]:
@@ -146,22 +112,17 @@ def freeze() -> dict[str, str]:
     return {canonical(p["name"]): p["version"] for p in json.loads(out)}
 
 
-def stamp_for(python: str, version: tuple[int, int]) -> dict:
-    return {"runtime": hashlib.sha256(RUNTIME.read_bytes()).hexdigest(), "build_steps": BUILD_STEPS,
-            "python": python, "version": list(version)}
-
-
 def build(rebuild: bool) -> tuple[float | None, tuple[int, int]]:
     """Build the twin unless a matching one is kept; return (seconds spent or None, Python version)."""
     python, version = find_python()
-    want = stamp_for(python, version)
+    want = {"runtime": hashlib.sha256(RUNTIME.read_bytes()).hexdigest(), "build_steps": BUILD_STEPS,
+            "python": python, "version": list(version)}
     if not rebuild and STAMP.is_file() and json.loads(STAMP.read_text()) == want and (VENV / "bin" / "python").exists():
         return None, version
     start = time.monotonic()
     shutil.rmtree(HOME, ignore_errors=True)
     HOME.mkdir(parents=True)
-    say(f"Building the twin in {HOME.relative_to(ROOT) if HOME.is_relative_to(ROOT) else HOME} "
-        f"with {python} (Python {version[0]}.{version[1]}): Colab's packages from the package registries")
+    print(f"Building the twin in {HOME} with {python}: Colab's packages from the package registries")
     subprocess.run([python, "-m", "venv", str(VENV)], check=True)
     pip("install", "--upgrade", "pip>=24")
     pip("install", *requirements(version))
@@ -195,17 +156,16 @@ def reset() -> list[str]:
     return extra + changed
 
 
-def source_copy(tree: Path = ROOT) -> Path:
+def source_copy() -> Path:
     """A checkout as a clone would have it (tracked and untracked files, not ignored ones)."""
     dest = HOME / "src"
     shutil.rmtree(dest, ignore_errors=True)
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=tree, check=True,
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
                            capture_output=True).stdout.decode().split("\0")
     for name in filter(None, files):
-        src = tree / name
-        if src.is_file():
+        if (ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
+            shutil.copy2(ROOT / name, dest / name)
     return dest
 
 
@@ -214,6 +174,9 @@ def source_copy(tree: Path = ROOT) -> Path:
 #: myst-nb's glue records: the book build reads them. Colab has no myst-nb, so setup()'s stand-in
 #: glues nothing there, and no Colab reader sees a record.
 GLUE = "application/papermill.record/"
+# pip's note about this machine's own local package folders (its pip configuration), not Colab's.
+LOCAL_INDEX = re.compile(r"^WARNING: Location 'file:///opt/.*' is ignored")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class _Skipped(tuple):
@@ -223,13 +186,17 @@ class _Skipped(tuple):
         return tuple.__contains__(self, key) or str(key).startswith(GLUE)
 
 
+def _less_notes(text: str) -> str:
+    """What pip said on stderr, less this machine's local-folder notes."""
+    return "".join(line for line in text.splitlines(keepends=True) if not LOCAL_INDEX.match(line))
+
+
 def _without_local_notes(outputs: list) -> list:
-    """A cell's new outputs less pip's notes about this machine's local package folders (its pip
-    configuration, not Colab's); a stream left empty goes."""
+    """A cell's new outputs less this machine's pip notes; a stream left empty goes."""
     kept = []
     for out in outputs:
         if out.get("output_type") == "stream" and out.get("name") == "stderr":
-            text = "".join(line for line in "".join(out["text"]).splitlines(keepends=True) if not LOCAL_INDEX.match(line))
+            text = _less_notes("".join(out["text"]))
             if not text:
                 continue
             out = {**out, "text": text}
@@ -261,6 +228,18 @@ def nbval(src: Path, paths: list[Path], timeout: int) -> int:
                            *map(str, paths)], cwd=src, env=env).returncode
 
 
+def install_changes() -> list[str]:
+    """The install cell may add packages; it must not change Colab's."""
+    built = json.loads(SNAPSHOT.read_text())
+    now = freeze()
+    problems = [f"the install cell changed {n} {built[n]} -> {now.get(n, 'removed')} (Colab's own)"
+                for n in KEEP if n in built and now.get(n) != built[n]]
+    if not problems:
+        print(f"  the install cell added {len(set(now) - set(built))} packages Colab's set lacks here and changed "
+              f"none of Colab's {len(KEEP)} pinned ones")
+    return problems
+
+
 def _client(nb, cwd: Path, timeout: int):
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
@@ -271,37 +250,23 @@ def _client(nb, cwd: Path, timeout: int):
                                       store_widget_state=True, record_timing=False, allow_errors=False))
 
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-# pip's note about this machine's own local package folders (its pip configuration), not Colab's.
-LOCAL_INDEX = re.compile(r"^WARNING: Location 'file:///opt/.*' is ignored")
-
-
 def _text(outputs, name: str = "stdout") -> str:
     return "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream" and o.get("name") == name)
 
 
-def _warnings(outputs) -> list[str]:
-    """What pip said on stderr, less this machine's local-folder notes."""
-    return [line for line in _text(outputs, "stderr").splitlines() if line.strip() and not LOCAL_INDEX.match(line)]
+# ---- 4. sliders ------------------------------------------------------------------------------
 
-
-async def run_notebook(path: Path, cwd: Path, timeout: int) -> dict:
+async def run_notebook(path: Path, timeout: int) -> dict:
     """A notebook top to bottom in the twin's kernel, every live slider walked as each appears."""
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
-    client = _client(nb, cwd, timeout)
-    result = {"name": path.stem, "cells": 0, "install_s": 0.0, "sliders": 0, "positions": 0, "slider_s": 0.0,
-              "problems": [], "versions": {}}
-    install = first_code_cell(nb)
-    start = time.monotonic()
+    client = _client(nb, path.parent, timeout)
+    result = {"cells": 0, "sliders": 0, "positions": 0, "problems": []}
     async with client.async_setup_kernel(cleanup_kc=True):  # we made km: stop its kernel here
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
-            began = time.monotonic()
             try:
                 await client.async_execute_cell(cell, index)
             except Exception as err:  # CellExecutionError, timeouts, a dead kernel
@@ -309,64 +274,24 @@ async def run_notebook(path: Path, cwd: Path, timeout: int) -> dict:
                 result["problems"].append(f"cell {index} failed: {first[-1] if first else type(err).__name__}")
                 break
             result["cells"] += 1
-            if cell is install:
-                result["install_s"] = time.monotonic() - began
             for s in frontend.sliders_in(client, cell):
-                moved = time.monotonic()
                 try:
                     await frontend.walk(client, s, timeout)
                 except Exception as err:  # a move the kernel never answered, a dead kernel
                     s.problems.append(f"{s.name}: the walk stopped: {type(err).__name__}: {err}")
                 result["sliders"] += 1
                 result["positions"] += s.checked
-                result["slider_s"] += time.monotonic() - moved
                 result["problems"] += [f"cell {index}: {p}" for p in s.problems]
-        if result["cells"]:
-            result["versions"] = json.loads(await frontend.run(client, VERSION_CODE))
-    result["seconds"] = time.monotonic() - start
-    result["skipped"] = result["cells"] == 0 and not result["problems"]
     EXECUTED.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, EXECUTED / path.name)  # to read what the twin printed (not the committed outputs)
     return result
 
 
-VERSION_CODE = """\
-import json as _json, platform as _platform
-from importlib.metadata import version as _version, PackageNotFoundError as _Missing
-_found = {"python": _platform.python_version()}
-for _name in %r:
-    if _name != "python":
-        try:
-            _found[_name] = _version(_name)
-        except _Missing:
-            _found[_name] = None
-print(_json.dumps(_found))
-""" % (VERSIONS,)
+# ---- 5. two processes ------------------------------------------------------------------------
 
-
-def install_changes() -> list[str]:
-    """The install cell may add packages; it must not change Colab's."""
-    built = json.loads(SNAPSHOT.read_text())
-    now = freeze()
-    problems = [f"the install cell changed {n} {built[n]} -> {now.get(n, 'removed')} (Colab's own)"
-                for n in KEEP if n in built and now.get(n) != built[n]]
-    added = sorted(set(now) - set(built))
-    say(f"  the install cell added {len(added)} packages Colab's set lacks here and changed none of Colab's "
-        f"{len(KEEP)} pinned ones" if not problems else "  the install cell changed Colab's packages:")
-    for p in problems:
-        say(f"    {p}")
-    return problems
-
-
-# ---- 4. two processes ------------------------------------------------------------------------
-
-COURSE = "similar-embeddings-course-labs"
-
-
-def ddp_check(src: Path, timeout: int) -> dict:
-    """tools/platforms/ddp_probe.py's whole check in the twin's Python (its torch): a torchrun launch of
-    2 gloo processes (one DDP step, then ``train``) against one process. The course is installed as
-    the install cell installs it, if no notebook did."""
+def ddp_check(src: Path, timeout: int) -> list[str]:
+    """tools/platforms/ddp_probe.py's whole check in the twin's Python (its torch). The course is
+    installed as the install cell installs it, if no notebook did."""
     if COURSE not in freeze():
         pip("install", f"{COURSE} @ file://{src}")
     folder = HOME / "ddp"
@@ -377,22 +302,22 @@ def ddp_check(src: Path, timeout: int) -> dict:
         done = subprocess.run([str(VENV / "bin" / "python"), "-m", "tools.platforms.ddp_probe", str(folder)],
                               cwd=src, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"problems": [f"two processes: no answer within {timeout} s"]}
-    lines = done.stdout.strip().splitlines()
-    if done.returncode or not lines:
-        return {"problems": [f"two processes: the check exited {done.returncode}: {done.stderr.strip()[-800:]}"]}
-    found = json.loads(lines[-1])
-    found["problems"] = [f"two processes on torch {found['torch']}: {p}" for p in found["problems"]]
-    return found
+        return [f"two processes: no answer within {timeout} s"]
+    print(textwrap.indent(done.stdout.strip(), "  "))
+    if not done.returncode:
+        return []
+    return [line for line in done.stdout.splitlines() if line.startswith("two processes on torch")] or [
+        f"two processes: the check exited {done.returncode}: {done.stderr.strip()[-800:]}"]
 
 
-# ---- 5. restart rehearsal --------------------------------------------------------------------
+# ---- 6. restart rehearsal --------------------------------------------------------------------
 
 async def rehearse_restart(cwd: Path, cell_source: str) -> list[str]:
     """An upgrade before any import works quietly; after one, the cell says restart, once."""
     import nbformat
 
     problems = []
+    old = OLD_ST.split("==")[1]
     for imported_first in (False, True):
         pip("install", "--no-deps", OLD_ST)
         cells = ([nbformat.v4.new_code_cell("import sentence_transformers")] if imported_first else [])
@@ -404,9 +329,10 @@ async def rehearse_restart(cwd: Path, cell_source: str) -> list[str]:
         async with client.async_setup_kernel(cleanup_kc=True):  # we made km: stop its kernel here
             for index, cell in enumerate(nb.cells):
                 await client.async_execute_cell(cell, index)
-        printed = _text(nb.cells[-2].outputs).strip().splitlines() + _warnings(nb.cells[-2].outputs)
+        outputs = nb.cells[-2].outputs
+        printed = [line for line in (_text(outputs) + "\n" + _less_notes(_text(outputs, "stderr"))).splitlines()
+                   if line.strip()]
         upgraded = _text(nb.cells[-1].outputs).strip()
-        old = OLD_ST.split("==")[1]
         if upgraded == old:
             problems.append(f"restart rehearsal: the install cell left sentence-transformers at {old}")
         if imported_first:
@@ -414,148 +340,98 @@ async def rehearse_restart(cwd: Path, cell_source: str) -> list[str]:
                 problems.append(f"restart rehearsal: after an import, the cell printed {printed!r}, "
                                 "not one restart line")
             else:
-                say(f"  after `import sentence_transformers`: {printed[0]}")
+                print(f"  after `import sentence_transformers`: {printed[0]}")
         elif printed:
             problems.append(f"restart rehearsal: with nothing imported, the cell printed {printed!r}")
         else:
-            say(f"  sentence-transformers {old} -> {upgraded} before any import: the cell printed nothing")
+            print(f"  sentence-transformers {old} -> {upgraded} before any import: the cell printed nothing")
     return problems
 
 
-# ---- 6. report -------------------------------------------------------------------------------
+# ---- 7. report -------------------------------------------------------------------------------
 
 def differences(version: tuple[int, int], ran: dict) -> list[str]:
-    want = pins()
-    out = []
+    want = constraints(RUNTIME)
     if version != COLAB_PYTHON:
-        out.append(f"Python {version[0]}.{version[1]} (Colab: {COLAB_PYTHON[0]}.{COLAB_PYTHON[1]}): no Python "
-                   f"{COLAB_PYTHON[0]}.{COLAB_PYTHON[1]} here, so the CPU {FALLBACK_TORCH} wheel on disk stands in "
-                   f"for Colab's torch {want['torch']}")
+        out = [f"Python {version[0]}.{version[1]}, not Colab's {COLAB_PYTHON[0]}.{COLAB_PYTHON[1]}: the CPU "
+               f"{FALLBACK_TORCH} wheel on disk stands in for Colab's torch {want['torch']}"]
     else:
-        out.append(f"torch {want['torch']} is PyPI's CUDA 13 build running on this CPU (Colab's is +cu128, "
-                   "on a GPU when one is chosen): no CUDA kernel runs here")
-    for name, v in want.items():
-        got = ran.get(name)
-        if got is not None and got.split("+")[0] != v and name != "torch":
-            out.append(f"{name} {got}, not Colab's {v}")
-    out.append("every package the twin holds that Colab holds too is at Colab's version (tools/platforms/colab_runtime.txt), "
-               "but torch's CUDA libraries, pip and setuptools; Colab preinstalls hundreds more, and its own "
-               "google.colab frontend")
-    out.append("the widget frontend is nbclient's Output-widget mimic driven by tools/platforms/colab_frontend.py, not "
-               "Colab's; HF_HUB_OFFLINE and the quiet settings of the Makefile are set (no hub here)")
-    return out
+        out = [f"torch {want['torch']} is PyPI's CUDA 13 build running on this CPU (Colab's is +cu128, "
+               "on a GPU when one is chosen): no CUDA kernel runs here"]
+    out += [f"{name} {ran[name]}, not Colab's {want[name]}" for name in want
+            if name != "torch" and ran.get(name) is not None and ran[name].split("+")[0] != want[name]]
+    return out + ["the packages Colab preinstalls beyond colab_runtime.txt, torch's CUDA libraries, pip and setuptools; "
+                  "Colab's google.colab frontend (here nbclient's widget mimic, driven by colab_frontend.py); the hub "
+                  "(HF_HUB_OFFLINE and the Makefile's quiet settings are set)"]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notebooks", nargs="+", default=[], help="prefixes (01 04, or 01,04); default: all")
     parser.add_argument("--rebuild", action="store_true", help="build the twin again even if one is kept")
-    parser.add_argument("--no-ddp", action="store_true", help="skip the two-process training check")
-    parser.add_argument("--no-rehearsal", action="store_true", help="skip the restart rehearsal")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per cell (and per slider move)")
-    parser.add_argument("--source", type=Path, default=ROOT,
-                        help="the checkout to install and run (a git work tree; default: this one)")
     args = parser.parse_args(argv)
-    began = time.monotonic()
+    sys.stdout.reconfigure(line_buffering=True)  # in order with the subprocesses' output
 
     built_s, version = build(args.rebuild)
-    say(f"Twin: {'built in %.0f s' % built_s if built_s is not None else 'kept from an earlier run'} "
-        f"({HOME})")
-    undone = reset()
-    if undone:
-        say(f"Reset to the built state: {len(undone)} packages removed or put back")
-    src = source_copy(args.source.resolve())
+    print(f"Twin: {'built in %.0f s' % built_s if built_s is not None else 'kept from an earlier run'} ({HOME})")
+    if undone := reset():
+        print(f"Reset to the built state: {len(undone)} packages removed or put back")
+    src = source_copy()
     os.environ[ENV_VAR] = f"file://{src}"  # the install cell installs from the copy, not the URL
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # ipykernel 6's debugger, on 3.13
 
     wanted = [p for item in args.notebooks for p in item.split(",") if p]
-    paths = sorted((src / "notebooks").glob("*.ipynb"))
-    if wanted:
-        paths = [p for p in paths if any(p.name.startswith(w) for w in wanted)]
+    paths = [p for p in sorted((src / "notebooks").glob("*.ipynb")) if not wanted or p.name.startswith(tuple(wanted))]
     # The twin runs the canonical install cell (tools/notebooks/install_cell.py); a notebook whose
-    # own differs is named (its test fails too): python -m tools.notebooks.install_cell --apply.
-    stale = [p.stem for p in paths if cell_problems(p, cell_text()) and first_code_cell(json.loads(p.read_text()))]
-    for p in paths:
-        if p.stem in stale:
-            apply(p, cell_text())
+    # own differs is named (its test fails too) and runs with the canonical one here.
+    stale = [p for p in paths if cell_problems(p, cell_text()) and first_code_cell(json.loads(p.read_text()))]
+    for p in stale:
+        apply(p, cell_text())
     if stale:
-        say(f"Not yet the canonical install cell, run with it here: {', '.join(stale)} "
-            "(python -m tools.notebooks.install_cell --apply)")
-    results, problems = [], []
-    say(f"nbval on the twin's kernel ({KERNEL}): {len(paths)} notebooks")
-    started = time.monotonic()
-    compared = nbval(src, paths, args.timeout)
-    nbval_s = time.monotonic() - started
-    if compared:
+        print(f"Not yet the canonical install cell, run with it here: {', '.join(p.stem for p in stale)} "
+              "(python -m tools.notebooks.install_cell --apply)")
+    print(f"nbval on the twin's kernel ({KERNEL}): {len(paths)} notebooks")
+    problems = []
+    if compared := nbval(src, paths, args.timeout):
         problems.append(f"nbval on the twin's kernel failed (exit {compared}): a cell prints other text than the "
                         "committed output, beyond any declared tolerance, or fails (its report is above)")
     problems += install_changes()
+    positions = 0
     for path in paths:
-        say(f"{path.stem}: sliders")
-        result = asyncio.run(run_notebook(path, path.parent, args.timeout))
-        results.append(result)
-        problems += [f"{path.stem}: {p}" for p in result["problems"]]
-        say(f"{path.stem}: {result['seconds']:.0f} s, {result['cells']} cells"
-            + (f", {result['positions']} slider positions checked on {result['sliders']} sliders" if result["sliders"] else "")
-            + (f", {len(result['problems'])} problem(s)" if result["problems"] else ""))
-    ddp: dict = {}
-    if not args.no_ddp:
-        say("Two processes (torchrun, gloo) against one, on the twin's torch:")
         started = time.monotonic()
-        ddp = ddp_check(src, args.timeout)
-        ddp["seconds"] = time.monotonic() - started
-        problems += ddp["problems"]
-        if "train_losses" in ddp:
-            say(f"  one DDP step: loss {ddp['step_loss']:.4f}; train losses "
-                f"{', '.join(f'{x:.4f}' for x in ddp['train_losses'])} in {ddp['processes']} processes, "
-                f"{', '.join(f'{x:.4f}' for x in ddp['one_process_losses'])} in one"
-                + ("" if ddp["problems"] else ": they agree"))
-    rehearsal_problems = []
-    if not args.no_rehearsal:
-        say("Restart rehearsal (the install cell after an upgrade):")
-        try:
-            rehearsal_problems = asyncio.run(rehearse_restart(src / "notebooks", cell_text()))
-        except Exception as err:  # a cell of the rehearsal failed
-            rehearsal_problems = [f"restart rehearsal: {type(err).__name__}: {ANSI.sub('', str(err))[-500:]}"]
-        problems += rehearsal_problems
+        result = asyncio.run(run_notebook(path, args.timeout))
+        positions += result["positions"]
+        problems += [f"{path.stem}: {p}" for p in result["problems"]]
+        print(f"{path.stem}: {time.monotonic() - started:.0f} s, {result['cells']} cells"
+              + (f", {result['positions']} slider positions checked on {result['sliders']} sliders" if result["sliders"] else "")
+              + (f", {len(result['problems'])} problem(s)" if result["problems"] else ""))
+    now = freeze()  # what the kernels ran with
+    ran = {"python": "%d.%d" % version, **{name: now.get(name) for name in (*KEEP, COURSE)}}
+
+    print("Two processes (torchrun, gloo) against one, on the twin's torch:")
+    problems += ddp_check(src, args.timeout)
+    print("Restart rehearsal (the install cell after an upgrade):")
+    try:
+        problems += asyncio.run(rehearse_restart(src / "notebooks", cell_text()))
+    except Exception as err:  # a cell of the rehearsal failed
+        problems.append(f"restart rehearsal: {type(err).__name__}: {ANSI.sub('', str(err))[-500:]}")
     reset()
 
-    ran = next((r["versions"] for r in results if r["versions"]), {})
-    say("")
-    say("Colab twin: versions the kernels ran with")
-    for name in VERSIONS:
-        say(f"  {name:32} {ran.get(name) or '-'}")
-    say("")
-    say(f"  {'notebook':26} {'total s':>8} {'install s':>10} {'sliders s':>10} {'positions':>10}")
-    for r in results:
-        note = " (no code cell yet)" if r["skipped"] else ""
-        say(f"  {r['name']:26} {r['seconds']:8.1f} {r['install_s']:10.1f} {r['slider_s']:10.1f} "
-            f"{r['positions']:10d}{note}")
-    if ddp:
-        say(f"  {'two processes':26} {ddp['seconds']:8.1f}")
-    say(f"  {'nbval, every notebook':26} {nbval_s:8.1f}")
-    say(f"  {'twin build':26} {built_s if built_s is not None else 0:8.1f}"
-        + ("" if built_s is not None else "   (kept)"))
-    say(f"  {'whole run':26} {time.monotonic() - began:8.1f}")
-    say("")
-    say("What differs from Colab:")
+    print("\nColab twin: versions the kernels ran with")
+    for name, got in ran.items():
+        print(f"  {name:32} {got or '-'}")
+    print("\nWhat differs from Colab:")
     for line in differences(version, ran):
-        say(f"  - {line}")
-    say("")
-    ran_nb = [r for r in results if not r["skipped"]]
-    failed = ([r["name"] for r in ran_nb if r["problems"]] + (["nbval"] if compared else [])
-              + (["two processes"] if ddp.get("problems") else []) + (["restart rehearsal"] if rehearsal_problems else []))
-    passed = len(ran_nb) + 1 + (0 if args.no_ddp else 1) + (0 if args.no_rehearsal else 1) - len(failed)
+        print(f"  - {line}")
     if problems:
-        say(f"{len(problems)} problem(s):")
+        print(f"\ncolab-twin: {len(problems)} problem(s):")
         for p in problems:
-            say(f"  {p}")
-    else:
-        say(f"{len(ran_nb)} notebooks ran top to bottom and printed what is stored (within declared tolerances); "
-            f"{sum(r['positions'] for r in results)} slider positions matched what the code computes"
-            + ("" if args.no_ddp else "; two processes trained as one"))
-    say(f"colab-twin: {passed} passed, {len(failed)} failed")
-    return 1 if problems else 0
+            print(f"  {p}")
+        return 1
+    print(f"\ncolab-twin: {len(paths)} notebooks ran top to bottom and printed what is stored (within declared "
+          f"tolerances); {positions} slider positions matched what the code computes; two processes trained as one")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,24 +1,16 @@
 """A GPU runtime rehearsed on the CPU: what each lesson's first two cells do before CUDA starts.
 
-On a GPU runtime (Colab's T4, an H100) two settings only work if they are made before CUDA
-starts: cuBLAS reads ``CUBLAS_WORKSPACE_CONFIG`` (deterministic matmuls) when it starts, and the
-TF32 switches decide how float32 matmuls run from the first one. Every lesson makes them in its
-second code cell, through ``labs.classroom.setup.setup()``; its first cell (the Colab install
-cell) touches no torch at all.
+On a GPU, cuBLAS reads ``CUBLAS_WORKSPACE_CONFIG`` (deterministic matmuls) when CUDA starts, and the
+TF32 switches decide how float32 matmuls run from the first one; every lesson makes them in its
+second code cell, through ``labs.classroom.setup.setup()``, after the install cell (no torch).
 
-This rehearsal runs each notebook's first two code cells in one Python process with
-``torch.cuda`` made to look like a GPU machine (``is_available()`` is True, one device) and
-every way into CUDA recorded: ``torch.cuda._lazy_init`` is what torch calls before any CUDA work
-(a tensor made on "cuda", ``.to("cuda")``, ``synchronize``, device properties, bf16 support...),
-from Python and from C++. A recorded start fails the rehearsal with the line that made it, and so
-does a lesson that leaves the workspace unset or TF32 on after its second cell. Between notebooks
-the settings are put back to torch's defaults (TF32 on, no workspace), so each lesson must make
-them itself.
+`rehearse` runs each notebook's first two code cells in this process with ``torch.cuda`` made to look
+like a GPU machine, and records each call of ``torch.cuda._lazy_init`` (what torch calls before any
+CUDA work, from Python and C++) with the cell's line that made it. Between notebooks the settings go
+back to torch's defaults (TF32 on, no workspace), so each lesson must make them itself. `problems`
+says what a result breaks.
 
     python -m tools.platforms.cuda_rehearsal notebooks/*.ipynb     # one JSON line per notebook
-
-tests/notebooks/test_cuda_order.py runs it on every lesson (and on a lesson that starts CUDA too
-early, to show the rehearsal catches it).
 """
 
 from __future__ import annotations
@@ -32,7 +24,8 @@ import sys
 import traceback
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+import nbformat
+
 DETERMINISTIC_WORKSPACES = (":4096:8", ":16:8")
 
 
@@ -40,15 +33,8 @@ class CudaMocked(RuntimeError):
     """Raised where real CUDA would have started: the rehearsal has no GPU."""
 
 
-def _code_cells(path: Path) -> list[str]:
-    nb = json.loads(path.read_text())
-    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-            for c in nb["cells"] if c["cell_type"] == "code"]
-
-
 def rehearse(paths: list[Path]) -> list[dict]:
     import torch
-    import torch.cuda
 
     import labs.classroom.setup as setup_module
 
@@ -92,17 +78,16 @@ def rehearse(paths: list[Path]) -> list[dict]:
         torch.backends.cudnn.allow_tf32 = True
         torch.use_deterministic_algorithms(False)
         state.update(cell=None, setup_calls=0, events=[])
-        cells = _code_cells(path)
+        cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
         result = {"notebook": path.name, "cells": min(len(cells), 2), "error": None}
         namespace = {"__name__": "__main__"}
         os.chdir(path.parent)
-        printed = io.StringIO()
         try:
             for index, source in enumerate(cells[:2], start=1):
                 state["cell"] = index
                 filename = f"<cell {index}>"
                 linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-                with contextlib.redirect_stdout(printed):
+                with contextlib.redirect_stdout(io.StringIO()):  # stdout carries the results
                     exec(compile(source, filename, "exec"), namespace)
         except CudaMocked:
             pass  # recorded above, with its line
@@ -110,8 +95,7 @@ def rehearse(paths: list[Path]) -> list[dict]:
             result["error"] = f"cell {state['cell']}: {type(err).__name__}: {err}"
         finally:
             os.chdir(home)
-        result.update(setup_calls=state["setup_calls"], events=list(state["events"]), after=snapshot(),
-                      printed=printed.getvalue())
+        result.update(setup_calls=state["setup_calls"], events=list(state["events"]), after=snapshot())
         results.append(result)
     return results
 
@@ -144,13 +128,7 @@ def problems(result: dict) -> list[str]:
     return found
 
 
-def main(argv: list[str]) -> int:
-    os.environ.setdefault("TQDM_DISABLE", "1")
-    paths = [Path(p).resolve() for p in argv]
-    for result in rehearse(paths):
-        print(json.dumps(result))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    for result in rehearse([Path(p).resolve() for p in sys.argv[1:]]):
+        print(json.dumps(result))

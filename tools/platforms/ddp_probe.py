@@ -1,17 +1,13 @@
-"""The two-process training check, shared by tests/retrieval/test_scaling.py (on this environment's
-torch) and the Colab twin (on Colab's torch, tools/platforms/colab_twin.py): one comparison, two torches.
+"""The two-process training check, shared by tests/retrieval/test_scaling.py (this environment's torch)
+and the Colab twin (Colab's torch): one comparison, two torches.
 
-`launch` starts ``torchrun --standalone --nproc_per_node 2`` (gloo, CPU) on this file. Each process
-runs `labs.retrieval.distributed.ddp_step` (loss and gradients of one DDP step with gathered
-negatives, saved per rank), then ``python -m labs train`` in the same process group, exactly as a
-user's ``torchrun -m labs train`` runs it (batches of `PER_RANK` pairs per process). `reference`
-computes that step in one process on all ``2 x PER_RANK`` pairs; `one_process_train` trains on the
-same pairs in one process with batches of ``2 x PER_RANK``. `step_differences` and
-`train_differences` say where the two-process results depart from the one-process ones (an empty
-list: they agree).
+`launch` runs ``torchrun --standalone --nproc_per_node 2`` (gloo, CPU) on this file: each process runs
+`labs.retrieval.distributed.ddp_step` on `PER_RANK` pairs, then ``python -m labs train`` in the same
+process group, as a user's ``torchrun -m labs train``. `reference` and `one_process_train` do the same
+in one process on all ``2 x PER_RANK`` pairs; `step_differences` and `train_differences` list where
+the two depart (empty: they agree).
 
-    torchrun --standalone --nproc_per_node 2 tools/platforms/ddp_probe.py MODEL PER_RANK PROBE_OUT SCALE DATA RUN_OUT
-    python -m tools.platforms.ddp_probe FOLDER    # the whole check in FOLDER, a JSON summary on stdout
+    python -m tools.platforms.ddp_probe FOLDER    # the whole check in FOLDER; exit status 1 on a difference
 """
 
 from __future__ import annotations
@@ -114,7 +110,7 @@ def one_process_train(model: Path, data: Path, out: Path) -> dict:
     from labs.retrieval.cli import main
 
     with contextlib.redirect_stdout(sys.stderr):  # its report is not the check's output
-            code = main(["train", "--data", str(data), "--out", str(out), "--model", str(model),
+        code = main(["train", "--data", str(data), "--out", str(out), "--model", str(model),
                      "--batch-size", str(WORLD * PER_RANK), *TRAIN])
     if code:
         raise RuntimeError(f"the one-process train exited {code}")
@@ -122,14 +118,10 @@ def one_process_train(model: Path, data: Path, out: Path) -> dict:
 
 
 def train_differences(two: dict, one: dict) -> list[str]:
-    """Where the two-process ``train`` (its metrics.json) departs from the one-process run.
-
-    Both see the same pairs in the same order (the global batch of 2 x B is cut once and each
-    process takes its half), and the logged loss is the mean over the processes. The first step
-    starts from the same weights: equal within 1e-5. Later steps follow one AdamW update, whose
-    first step divides each gradient entry by its own size: an entry near zero that DDP's
-    all-reduce rounds otherwise moves by a whole step, so they are compared within 1e-3.
-    """
+    """Where the two-process ``train`` (its metrics.json) departs from the one-process run: the same
+    pairs in the same order, the logged loss the mean over processes. Step 1 starts from the same
+    weights (within 1e-5); later steps within 1e-3, since AdamW's first update divides each gradient
+    entry by its own size, and an entry near zero that the all-reduce rounds otherwise moves a whole step."""
     out = []
     if two["processes"] != WORLD or one["processes"] != 1:
         out.append(f"processes {two['processes']} and {one['processes']}, not {WORLD} and 1")
@@ -146,28 +138,23 @@ def train_differences(two: dict, one: dict) -> list[str]:
     return out
 
 
-def check(folder: Path) -> dict:
+def check(folder: Path) -> list[str]:
     """The whole check in ``folder`` (new): a tiny BERT, the help-desk data, the launch, both comparisons."""
     from labs.retrieval.data import write_dataset
     from labs.retrieval.helpdesk import make_helpdesk
     from labs.retrieval.scaling import write_tiny_bert
 
-    import torch
-
     model = write_tiny_bert(folder / "tiny", seed=0)
     data = write_dataset(make_helpdesk(), folder / "data")
     launched = launch(model, data, folder)
-    summary = {"torch": torch.__version__, "processes": WORLD, "per_rank": PER_RANK}
     if launched["returncode"]:
         errors = [line for line in launched["stderr"].splitlines() if "Error" in line]
-        return {**summary, "problems": [f"torchrun exited {launched['returncode']}: "
-                                        + (errors[0] if errors else launched["stderr"][-500:])]}
+        return [f"torchrun exited {launched['returncode']}: " + (errors[0] if errors else launched["stderr"][-500:])]
     two = json.loads((launched["run"] / "metrics.json").read_text())
     one = one_process_train(model, data, folder / "one")
-    problems = step_differences(ranks(launched["probe"]), reference(model))
-    problems += [f"train: {p}" for p in train_differences(two, one)]
-    return {**summary, "step_loss": ranks(launched["probe"])[0]["global_loss"], "train_losses": two["losses"],
-            "one_process_losses": one["losses"], "problems": problems}
+    print(f"train losses {two['losses']} in {WORLD} processes, {one['losses']} in one")
+    return step_differences(ranks(launched["probe"]), reference(model)) + [
+        f"train: {p}" for p in train_differences(two, one)]
 
 
 def _probe(argv: list[str]) -> int:
@@ -186,4 +173,8 @@ def _probe(argv: list[str]) -> int:
 if __name__ == "__main__":
     if "RANK" in os.environ:  # started by torchrun
         sys.exit(_probe(sys.argv[1:]))
-    print(json.dumps(check(Path(sys.argv[1]))))
+    import torch
+
+    found = check(Path(sys.argv[1]))
+    print("\n".join(f"two processes on torch {torch.__version__}: {p}" for p in found) or "two processes agree with one")
+    sys.exit(1 if found else 0)

@@ -1,5 +1,5 @@
-"""The project's exact pins, read once for the tests that compare against them (test_environment.py,
-tools/platforms/colab_twin.py): canonical package names and constraints.txt."""
+"""Exact pins as pip compares them: canonical package names, and a pin file (constraints.txt for
+test_environment.py, colab_runtime.txt for the Colab twin) as {name: version}."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def canonical(name: str) -> str:
 
 
 def constraints(path: Path = ROOT / "constraints.txt") -> dict[str, str]:
-    """{canonical name: version} of constraints.txt; every line must be an exact `name==version` pin."""
+    """{canonical name: version} of a pin file; every line must be an exact `name==version` pin."""
     pins = {}
     for line in path.read_text().splitlines():
         line = line.split("#")[0].strip()
