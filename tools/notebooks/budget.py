@@ -46,12 +46,9 @@ def notebooks(junit: Path) -> dict[str, float]:
 
 
 def machine() -> str:
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        cpu = "a CPU"
-    return f"{cpu}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
+    cpuinfo = Path("/proc/cpuinfo")
+    found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.M) if cpuinfo.is_file() else None
+    return f"{found[1] if found else 'a CPU'}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
 
 
 def table(measured: dict[str, tuple[float, float]], cells: dict[str, float]) -> str:

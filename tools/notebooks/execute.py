@@ -58,11 +58,8 @@ def main(argv: list[str]) -> int:
     for name in argv:
         try:
             print(f"{name}: executed in {execute(Path(name)):.1f} s")
-        except OSError as err:
-            print(f"{name}: {err.strerror}", file=sys.stderr)
-            failed += 1
-        except CellExecutionError as err:
-            print(f"{name}: a cell failed; the file was left as it was.\n{err}", file=sys.stderr)
+        except (OSError, CellExecutionError) as err:  # no such file, or a cell failed
+            print(f"{name}: not written: {err}", file=sys.stderr)
             failed += 1
     return 1 if failed else 0
 

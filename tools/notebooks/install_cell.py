@@ -95,23 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted(NOTEBOOKS.glob("*.ipynb"))
     text = cell_text()
-    bad = 0
-    for path in paths:
-        if args.apply:
-            try:
-                changed = apply(path, text)
-            except ValueError as err:
-                print(err, file=sys.stderr)
-                bad += 1
-                continue
-            print(f"{path.name}: {'install cell written' if changed else 'already the install cell'}")
-        else:
-            for problem in problems(path, text):
-                print(problem)
-                bad += 1
-    if not args.apply and not bad:
-        print(f"{len(paths)} notebooks: the first code cell is the install cell ({repository_url()})")
-    return 1 if bad else 0
+    if args.apply:
+        try:
+            for path in paths:
+                print(f"{path.name}: {'install cell written' if apply(path, text) else 'already the install cell'}")
+        except ValueError as err:  # a notebook without a code cell
+            raise SystemExit(str(err)) from None
+        return 0
+    found = [problem for path in paths for problem in problems(path, text)]
+    print("\n".join(found) or f"{len(paths)} notebooks: the first code cell is the install cell ({repository_url()})")
+    return 1 if found else 0
 
 
 if __name__ == "__main__":

@@ -111,12 +111,10 @@ def scaffold(name: str, title: str | None = None, root: Path = ROOT) -> Path:
     if not NAME.fullmatch(name):
         raise SystemExit(f"NAME={name!r}: lower-case words joined by '_' (retrieval_eval), no number")
     existing = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    taken = [p for p in existing if p.stem[3:] == name]
+    checks = root / "labs" / "classroom" / "exercises" / f"{name}.py"
+    taken = [p for p in existing if p.stem[3:] == name] + ([checks] if checks.exists() else [])
     if taken:
         raise SystemExit(f"NAME={name}: {taken[0].relative_to(root)} exists already")
-    checks = root / "labs" / "classroom" / "exercises" / f"{name}.py"
-    if checks.exists():
-        raise SystemExit(f"NAME={name}: {checks.relative_to(root)} exists already")
     number = int(existing[-1].name[:2]) + 1 if existing else 1
     path = root / "notebooks" / f"{number:02d}_{name}.ipynb"
     toc = root / "_toc.yml"

@@ -15,6 +15,7 @@ import pytest
 
 from tests.notebooks import test_rules as rules
 from tools.notebooks import install_cell, lesson
+from tools.notebooks.execute import execute
 from tools.outputs import spread
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -88,8 +89,6 @@ def test_a_bad_or_taken_name_is_refused_and_nothing_is_written(course, name, mes
 
 @pytest.mark.e2e  # a kernel
 def test_a_scaffolded_lesson_runs_cleanly_and_prints_no_number(course, monkeypatch):
-    from tools.notebooks.execute import execute
-
     path = lesson.scaffold("retrieval_eval", root=course)
     monkeypatch.setenv("PYTHONPATH", str(course))  # the kernel imports the course folder's labs, new check included
     execute(path)
