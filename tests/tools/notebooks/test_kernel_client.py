@@ -25,7 +25,7 @@ class Sleepy:
 
     async def get_msg(self, timeout=None):
         self.calls.append(timeout)
-        await asyncio.sleep(3600 if timeout is None else timeout)
+        await asyncio.sleep(5 if timeout is None else timeout)  # 5 s: a wait without end, for a test
         if self.ready_at is not None and time.monotonic() >= self.ready_at:
             return REPLY
         raise Empty
