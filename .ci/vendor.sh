@@ -1,27 +1,23 @@
 #!/usr/bin/env bash
-# Copy the browser assets from node_modules (installed by `npm ci` from the
-# committed package-lock.json) into _vendor/, which Sphinx serves as static
-# files. The book then loads math, diagrams and widgets from itself, offline.
-# (Not a root folder named _static: Jupyter Book 1 injects every script there
-# into every page.)
+# Copy the browser assets from node_modules (npm ci, from the committed package-lock.json) into _vendor/, which
+# Sphinx serves as static files: the book loads math, diagrams and widgets from itself, offline. (Not a root
+# folder named _static: Jupyter Book 1 injects every script there into every page.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nm=node_modules
 out=_vendor
+# The widget modules ask for their icon fonts under the module's own name, relative to requirejs's baseUrl
+# (set to _vendor/widgets by widgets-offline.js).
+fonts="$out/widgets/@jupyter-widgets/html-manager/dist"
 rm -rf "$out"
-mkdir -p "$out/mathjax" "$out/mermaid" "$out/widgets"
+mkdir -p "$out/mathjax" "$out/mermaid/chunks" "$fonts"
 cp -r "$nm/mathjax/es5/." "$out/mathjax/"
 cp "$nm/mermaid/dist/mermaid.esm.min.mjs" "$out/mermaid/"
-mkdir -p "$out/mermaid/chunks"
 cp -r "$nm/mermaid/dist/chunks/mermaid.esm.min" "$out/mermaid/chunks/"
 cp "$nm/requirejs/require.js" "$out/widgets/"
 # embed-amd.js loads its fonts and chunks from the folder it lives in.
 find "$nm/@jupyter-widgets/html-manager/dist" -maxdepth 1 -type f \
   ! -name '*.map' ! -name '*.d.ts' -exec cp {} "$out/widgets/" \;
-# Its bundled modules ask for their icon fonts under the module's own name, relative to
-# requirejs's baseUrl (set to this folder by widgets-offline.js).
-fonts="$out/widgets/@jupyter-widgets/html-manager/dist"
-mkdir -p "$fonts"
 find "$nm/@jupyter-widgets/html-manager/dist" -maxdepth 1 -type f \
   \( -name '*.woff' -o -name '*.woff2' -o -name '*.ttf' -o -name '*.eot' -o -name '*.svg' \) -exec cp {} "$fonts/" \;
 # Our own glue between require.js, the widget manager and MathJax 3 (committed source).

@@ -2,11 +2,10 @@
 
     python -m tools.notebooks.budget LOG JUNIT_XML README
 
-LOG is what `make test` printed: every part ends with a line from bash's ``time``
-(``time unit: 101.2 s wall, 95.1 s user, 3.2 s system``, the Makefile's TIME). JUNIT_XML is
-pytest's own JUnit report of the nbval run (``--junitxml``): each cell's time, summed by
-notebook. The table replaces what stands between the two BUDGET markers in README, with the
-date, the machine and its load. Standard library only.
+LOG is what `make test` printed: each part ends with a line from bash's ``time`` (the Makefile's
+TIME: ``time unit: 101.2 s wall, 95.1 s user, 3.2 s system``). JUNIT_XML is pytest's JUnit report
+of the nbval run: each cell's time, summed by notebook. The table, with the date, the machine and
+its load, replaces what stands between README's two BUDGET markers.
 """
 
 from __future__ import annotations
@@ -22,9 +21,9 @@ from pathlib import Path
 BEGIN, END = "<!-- budget: written by make budget (tools/notebooks/budget.py), not by hand -->", "<!-- /budget -->"
 LINE = re.compile(r"^time (?P<part>[\w.-]+): (?P<wall>[\d.]+) s wall, (?P<user>[\d.]+) s user, "
                   r"(?P<system>[\d.]+) s system$", re.MULTILINE)
-#: make test's steps (the Makefile's test-steps): a log without a time line for each is not a whole run
+#: make test and its steps (the Makefile's test-steps): a log without a time line for each is not a whole run
 #: (``make -n budget`` runs the recursive makes as a dry run and prints only the outer lines).
-STEPS = ("setup", "unit", "e2e", "nbval", "checked-book")
+STEPS = ("test", "setup", "unit", "e2e", "nbval", "checked-book")
 BUDGETS = {"test": 600, "notebook": 60}  # seconds: make test on a 2-core machine; a notebook under nbval
 WHY = {"test": "the whole run (its parts run side by side)", "setup": "the environment, the npm assets",
        "unit": "unit tests", "e2e": "end-to-end tests", "nbval": "every cell of every notebook",
@@ -47,12 +46,9 @@ def notebooks(junit: Path) -> dict[str, float]:
 
 
 def machine() -> str:
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        cpu = "a CPU"
-    return f"{cpu}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
+    cpuinfo = Path("/proc/cpuinfo")
+    found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.M) if cpuinfo.is_file() else None
+    return f"{found[1] if found else 'a CPU'}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
 
 
 def table(measured: dict[str, tuple[float, float]], cells: dict[str, float]) -> str:
@@ -79,22 +75,19 @@ def main(argv: list[str]) -> int:
     if len(argv) != 3:
         raise SystemExit(__doc__.split("\n\n")[1].strip())
     log, junit, readme = map(Path, argv)
-    if not log.is_file():
-        raise SystemExit(f"{log}: no such file (the log of a whole make test)")
+    for path in (log, readme):
+        if not path.is_file():
+            raise SystemExit(f"{path}: no such file")
     measured = parts(log.read_text(encoding="utf-8", errors="replace"))
-    if "test" not in measured:
-        raise SystemExit(f"{log}: no 'time test: ...' line: is it the output of a whole make test?")
     missing = [step for step in STEPS if step not in measured]
     if missing:
-        raise SystemExit(f"{log}: no time line for {', '.join(missing)}: make test did not run every step "
-                         "(a dry run?); the table is left as it was")
+        raise SystemExit(f"{log}: no time line for {', '.join(missing)}: not a whole make test (a dry run?); "
+                         "the table is left as it was")
     if junit.is_file() and junit.stat().st_mtime < log.stat().st_mtime - measured["test"][0] - 60:
         raise SystemExit(f"{junit} is older than the make test of {log}: it is another run's; the table is left "
                          "as it was")
-    order = ["test"] + [p for p in measured if p != "test"]
-    if not readme.is_file():
-        raise SystemExit(f"{readme}: no such file (the README that holds the table)")
-    rewrite(readme, table({p: measured[p] for p in order}, notebooks(junit) if junit.is_file() else {}))
+    cells = notebooks(junit) if junit.is_file() else {}
+    rewrite(readme, table({"test": measured["test"], **measured}, cells))  # make test's row first
     print(f"{readme}: the budget table, from {log} and {junit}")
     return 0
 

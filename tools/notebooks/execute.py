@@ -1,9 +1,8 @@
 """Re-execute notebooks in place, keeping widget state: `make outputs`.
 
-Each notebook runs top to bottom in a fresh kernel from its own folder. Its
-file is replaced only when every cell ran, so a failing notebook keeps the
-outputs it had. Widget state is stored in the notebook's metadata, so the
-HTML book can show the sliders without a kernel.
+Each notebook runs top to bottom in a fresh kernel from its own folder; its file is replaced only
+when every cell ran. Widget state goes into the notebook's metadata, so the HTML book shows the
+sliders without a kernel.
 
 Usage: python -m tools.notebooks.execute notebooks/*.ipynb
 """
@@ -12,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,7 +19,6 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from tools.notebooks.kernel_client import slice_polls
-
 
 # The same quiet, offline environment as `make test`: no hub, no progress bars.
 QUIET_ENV = {
@@ -36,25 +33,18 @@ QUIET_ENV = {
 
 
 def execute(path: Path, timeout: int = 600) -> float:
+    """Run the notebook at ``path`` (each cell within ``timeout`` s) and write it back; its seconds."""
     nb = nbformat.read(path, as_version=4)
-    client = slice_polls(NotebookClient(
-        nb,
-        timeout=timeout,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
-        store_widget_state=True,
-        record_timing=False,
-    ))
+    client = slice_polls(NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                                        resources={"metadata": {"path": str(path.parent)}}, record_timing=False))
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start
     for cell in nb.cells:  # keep diffs quiet: no per-run metadata
         cell.metadata.pop("execution", None)
-    # Write next to the target, then replace it in one step.
-    fd, tmp = tempfile.mkstemp(suffix=".ipynb", dir=path.parent)
-    os.close(fd)
+    tmp = path.with_name(f".{path.name}.tmp")  # written whole, then put in the notebook's place in one step
     nbformat.write(nb, tmp)
-    os.replace(tmp, path)
+    tmp.replace(path)
     return elapsed
 
 
@@ -64,20 +54,13 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
         return 2
-    failed = []
+    failed = 0
     for name in argv:
-        path = Path(name)
-        if not path.is_file():
-            print(f"{name}: no such notebook", file=sys.stderr)
-            failed.append(name)
-            continue
         try:
-            elapsed = execute(path)
-        except CellExecutionError as err:
-            print(f"{name}: a cell failed; the file was left as it was.\n{err}", file=sys.stderr)
-            failed.append(name)
-            continue
-        print(f"{name}: executed in {elapsed:.1f} s")
+            print(f"{name}: executed in {execute(Path(name)):.1f} s")
+        except (OSError, CellExecutionError) as err:  # no such file, or a cell failed
+            print(f"{name}: not written: {err}", file=sys.stderr)
+            failed += 1
     return 1 if failed else 0
 
 

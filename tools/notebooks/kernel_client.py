@@ -1,18 +1,10 @@
 """A kernel client that never sleeps through a message: `poll_in_slices(kc)`.
 
-pyzmq's asyncio poll can miss the wake-up of a message that arrives on a socket (the socket's
-file descriptor is edge-triggered, and a send on the same socket can consume the edge). The
-``get_msg(timeout=T)`` of jupyter_client's asynchronous client then sleeps the whole ``T``; when the
-timer fires, pyzmq looks at the socket once more, finds the message and hands it over as if nothing
-had happened. So nothing fails, but nbclient's wait for a cell's reply, given the cell timeout,
-sleeps that long: lesson 3 took 925 s on the Colab twin (timeout 900 s, 25 s of work), a slider
-test 124 s in make test (timeout 120 s, 4 s of work), and a loop of that test under load slept
-through its 30 s timeout once in 30 runs.
-
-`poll_in_slices` makes every ``get_msg`` of a client's shell and IOPub channels wait in slices of
-at most a second, looking at the socket afresh after each, until the caller's own timeout: a
-missed wake-up costs at most a second. What a caller gets (a message, or ``queue.Empty`` at its
-timeout) is unchanged.
+pyzmq's asyncio poll can miss the wake-up of a message (the socket's descriptor is edge-triggered,
+and a send on the same socket can consume the edge): jupyter_client's ``get_msg(timeout=T)`` then
+sleeps the whole ``T`` before it finds the message, so nbclient waits a cell's whole timeout for a
+reply that came at once. Waiting in slices of a second, looking at the socket afresh after each,
+makes a missed wake-up cost at most a second; what a caller gets is unchanged.
 """
 
 from __future__ import annotations
@@ -25,13 +17,10 @@ SLICE_S = 1.0
 
 def poll_in_slices(kc, every: float = SLICE_S) -> None:
     """Make ``kc``'s shell and IOPub ``get_msg`` (an asynchronous jupyter_client client's) wait at
-    most ``every`` seconds at a time. Idempotent; a no-op on a client without those channels."""
-    if every <= 0:
-        raise ValueError(f"every must be positive, got {every}")
-    for name in ("shell_channel", "iopub_channel"):
-        channel = getattr(kc, name, None)
-        get = getattr(channel, "get_msg", None)
-        if get is None or getattr(get, "_sliced", False):
+    most ``every`` seconds at a time, until the caller's own timeout. Idempotent."""
+    for channel in (kc.shell_channel, kc.iopub_channel):
+        get = channel.get_msg
+        if getattr(get, "_sliced", False):
             continue
 
         async def sliced(timeout: float | None = None, _get=get):
@@ -49,8 +38,8 @@ def poll_in_slices(kc, every: float = SLICE_S) -> None:
 
 
 def slice_polls(client):
-    """An nbclient ``NotebookClient`` whose kernel client polls in slices (`poll_in_slices`) from its
-    first cell on, whether it runs the notebook (``execute``) or cell by cell; returns ``client``."""
+    """An nbclient ``NotebookClient`` whose kernel client polls in slices from its first cell on,
+    whether it runs the notebook (``execute``) or cell by cell; returns ``client``."""
     before = client.on_cell_start
 
     def on_cell_start(**kwargs):

@@ -1,22 +1,15 @@
 """A new lesson that already keeps the mechanical rules: `make lesson NAME=retrieval_eval`.
 
-    python -m tools.notebooks.lesson NAME [--title "A title"] [--no-run]
+    python -m tools.notebooks.lesson NAME [--title "A title"]
 
-Writes notebooks/NN_NAME.ipynb (NN one past the last lesson): the title cell with the promise,
-the time estimate, the learning goals and what to know first (the previous lesson, by link); the
-install cell (tools/notebooks/install_cell.py, tagged remove-cell); the setup cell (``glue = setup(0)``
-and the lesson's answer check); then the sections in the course's order, each holding a line that
-says what goes there, the "Reading it" after a figure, a practice exercise (the prose naming what to
-fill in, the cell calling its check with its output hidden, the worked solution folded), "In 20
-seconds", a self-test with its answers in ``<details>`` and "Next". Beside it: the lesson's answer
-checks, labs/classroom/exercises/NAME.py (one check, ``check_NAME``, to rewrite), and that check's
-row in the CASES of tests/classroom/test_exercises.py (a right answer, a wrong one, and what the
-wrong one's hint must not show). It adds the lesson's line to _toc.yml after the last lesson, and
-runs the notebook once (tools/notebooks/execute.py) so that every code cell has its stored output. It prints no number, so
-it needs no measured spread until it does (tests/tools/outputs/test_spread.py then names the `make spread`
-to run). What is left is the lesson itself: README.md, "Writing a lesson", says what each part
-holds and which test holds it. A name already taken, or one that is not lower_case words, is
-refused and nothing is written.
+Writes notebooks/NN_NAME.ipynb (NN one past the last lesson): the title cell, the install cell, the
+setup cell, then the sections in the course's order with the practice exercise, each saying what
+goes there. Beside it: its line in _toc.yml after the last lesson, its answer checks in
+labs/classroom/exercises/NAME.py (one check to rewrite) and that check's row in the CASES of
+tests/classroom/test_exercises.py. Then it runs the notebook once, so every code cell has its stored
+output; it prints no number, so it needs no measured spread until it does. A name already taken, or
+one that is not lower_case words, is refused and nothing is written. README.md, "Writing a lesson",
+says what each part holds and which test holds it.
 """
 
 from __future__ import annotations
@@ -29,6 +22,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from tools.notebooks.execute import main as run_notebooks
 from tools.notebooks.install_cell import TAGS, cell_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +79,7 @@ def check_{name}(answer: object) -> bool:
 CASE = '    "check_{name}": (lambda: 5.0, 7.0, "5.0"),\n'
 CASES = Path("tests") / "classroom" / "test_exercises.py"
 
+#: The sections before the practice exercise, then after it.
 SECTIONS = [
     "## The everyday picture\n\nWrite here a picture from everyday life that the idea explains, before any formula.",
     "## A tiny example by hand\n\nWrite here an example small enough to work out on paper, step by step.",
@@ -92,17 +87,13 @@ SECTIONS = [
     "## The code\n\nThe by-hand code comes first, then the `labs` call, then a cell showing that they agree.",
     "**Reading it:** after each figure, write here what the reader should see in it.",
     "## Why it matters\n\nWrite here where the idea shows up in a real embedding model.",
+]
+AFTER_PRACTICE = [
     "## In 20 seconds\n\nWrite here the lesson in three sentences.",
     "## Self-test\n\n1. Write here a question the lesson answers.\n\n<details>\n<summary>Answers</summary>\n\n"
     "1. Write here its answer.\n\n</details>",
+    "## Next\n\nWrite here what the next lesson builds on this one.",
 ]
-
-
-PRACTICE_AT = next(i for i, section in enumerate(SECTIONS) if section.startswith("## In 20 seconds"))
-
-
-def lessons(root: Path) -> list[Path]:
-    return sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 def title_cell(title: str, previous: Path | None) -> str:
@@ -119,13 +110,11 @@ def scaffold(name: str, title: str | None = None, root: Path = ROOT) -> Path:
     the notebook's path. Everything is checked before anything is written."""
     if not NAME.fullmatch(name):
         raise SystemExit(f"NAME={name!r}: lower-case words joined by '_' (retrieval_eval), no number")
-    existing = lessons(root)
-    taken = [p for p in existing if p.stem[3:] == name]
+    existing = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    checks = root / "labs" / "classroom" / "exercises" / f"{name}.py"
+    taken = [p for p in existing if p.stem[3:] == name] + ([checks] if checks.exists() else [])
     if taken:
         raise SystemExit(f"NAME={name}: {taken[0].relative_to(root)} exists already")
-    checks = root / "labs" / "classroom" / "exercises" / f"{name}.py"
-    if checks.exists():
-        raise SystemExit(f"NAME={name}: {checks.relative_to(root)} exists already")
     number = int(existing[-1].name[:2]) + 1 if existing else 1
     path = root / "notebooks" / f"{number:02d}_{name}.ipynb"
     toc = root / "_toc.yml"
@@ -145,11 +134,10 @@ def scaffold(name: str, title: str | None = None, root: Path = ROOT) -> Path:
         new_code_cell(cell_text(), metadata={"tags": list(TAGS)}),
         new_code_cell(SETUP.format(name=name), metadata={
             "tags": ["hide-input"], "mystnb": {"code_prompt_show": "Show the setup code (imports, setup())"}}),
-        *(new_markdown_cell(section) for section in SECTIONS[:PRACTICE_AT]),
+        *(new_markdown_cell(section) for section in SECTIONS),
         new_markdown_cell(practice), new_code_cell(attempt, metadata={"tags": ["remove-output"]}),
         new_markdown_cell(solution),
-        *(new_markdown_cell(section) for section in SECTIONS[PRACTICE_AT:]),
-        new_markdown_cell("## Next\n\nWrite here what the next lesson builds on this one."),
+        *(new_markdown_cell(section) for section in AFTER_PRACTICE),
     ], metadata={"kernelspec": KERNEL, "language_info": {"name": "python"}})
     nbformat.write(nb, str(path))
     toc.write_text(text[:last[-1].end()] + line + text[last[-1].end():], encoding="utf-8")
@@ -163,19 +151,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.notebooks.lesson", description=__doc__.split("\n\n")[0])
     parser.add_argument("name", metavar="NAME", help="the lesson's name: lower-case words joined by '_'")
     parser.add_argument("--title", help="its title (default: from the name)")
-    parser.add_argument("--no-run", action="store_true", help="write it without running it")
     args = parser.parse_args(argv)
     path = scaffold(args.name, args.title)
     print(f"{path.relative_to(ROOT)}: written, listed in _toc.yml; its check in "
           f"labs/classroom/exercises/{args.name}.py, with its row in {CASES}")
-    if not args.no_run:
-        from tools.notebooks.execute import main as execute
-
-        if execute([str(path)]):
-            return 1
-    print("Next: fill in the sections and rewrite the check (README.md, \"Writing a lesson\"), then "
-          "python -m tools.notebooks.execute "
-          f"{path.relative_to(ROOT)} and make test")
+    if run_notebooks([str(path)]):
+        return 1
+    print(f"Next: fill in the sections and rewrite the check (README.md, \"Writing a lesson\"), then "
+          f"python -m tools.notebooks.execute {path.relative_to(ROOT)} and make test")
     return 0
 
 

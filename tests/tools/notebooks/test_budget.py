@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -32,16 +33,6 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
 </testsuite></testsuites>"""
 
 
-def test_the_time_lines_give_each_part_its_wall_and_cpu_time():
-    assert budget.parts(LOG)["setup"] == pytest.approx((3.5, 0.6)) and budget.parts(LOG)["unit"] == (101.2, 98.3)
-    assert list(budget.parts(LOG)) == [*budget.STEPS, "test"] and budget.parts(LOG)["test"] == (612.0, 940.5)
-
-
-def test_the_junit_report_gives_each_notebook_its_time(tmp_path):
-    (tmp_path / "nbval.xml").write_text(JUNIT)
-    assert budget.notebooks(tmp_path / "nbval.xml") == {"01_pooling": 3.5, "04_temperature": 61.0}
-
-
 def test_the_table_is_written_between_the_markers_and_marks_what_is_over(tmp_path):
     (tmp_path / "make.log").write_text(LOG)
     (tmp_path / "nbval.xml").write_text(JUNIT)
@@ -50,46 +41,41 @@ def test_the_table_is_written_between_the_markers_and_marks_what_is_over(tmp_pat
     assert budget.main([str(tmp_path / "make.log"), str(tmp_path / "nbval.xml"), str(readme)]) == 0
     text = readme.read_text()
     assert text.startswith("# Tests\n\nBefore.\n\n") and text.endswith(f"{budget.END}\n\nAfter.\n")
-    assert "old table" not in text
-    assert re.search(r"\| `make test` \| 612 \*\*over\*\* \| 940 \| 600 \|", text)
+    assert "old table" not in text and text.index("`make test`") < text.index("`make setup`")
+    assert re.search(r"\| `make test` \| 612 \*\*over\*\* \| 940 \| 600 \|", text)  # CPU: user + system
+    assert "| `make unit` | 101 | 98 |  | unit tests |" in text
     assert "| 04_temperature | 61.0 **over** |" in text and "| 01_pooling | 3.5 |" in text
 
 
-def test_a_log_without_the_whole_run_is_refused(tmp_path):
-    (tmp_path / "make.log").write_text("time unit: 1.0 s wall, 1.0 s user, 0.0 s system\n")
-    with pytest.raises(SystemExit, match="no 'time test: ...' line"):
-        budget.main([str(tmp_path / "make.log"), str(tmp_path / "none.xml"), str(tmp_path / "README.md")])
+DRY_RUN = "time setup: 3.0 s wall, 1.0 s user, 0.1 s system\ntime test: 12.0 s wall, 3.0 s user, 0.2 s system\n"
 
 
-def test_a_missing_file_is_one_line_naming_it(tmp_path):
-    with pytest.raises(SystemExit, match="none.log: no such file"):
-        budget.main([str(tmp_path / "none.log"), str(tmp_path / "none.xml"), str(tmp_path / "README.md")])
-
-
-def test_a_dry_run_or_another_runs_report_is_refused_and_the_table_left_as_it_was(tmp_path):
-    """make -n budget runs the recursive makes as dry runs: the log has the outer time lines only."""
+@pytest.mark.parametrize("log, stale_report, message", [
+    (None, False, "make.log: no such file"),
+    ("time unit: 1.0 s wall, 1.0 s user, 0.0 s system\n", False, "no time line for test, setup, e2e, nbval, checked"),
+    (DRY_RUN, False, "no time line for unit, e2e, nbval, checked-book"),  # make -n budget: the outer lines only
+    (LOG, True, "is older than the make test"),  # another run's nbval report
+])
+def test_what_is_not_one_whole_run_is_refused_and_the_table_left_as_it_was(tmp_path, log, stale_report, message):
     readme = tmp_path / "README.md"
     readme.write_text(f"{budget.BEGIN}\nold table\n{budget.END}\n")
-    (tmp_path / "make.log").write_text("time setup: 3.0 s wall, 1.0 s user, 0.1 s system\n"
-                                       "time test: 12.0 s wall, 3.0 s user, 0.2 s system\n")
-    with pytest.raises(SystemExit, match="no time line for unit, e2e, nbval, checked-book"):
-        budget.main([str(tmp_path / "make.log"), str(tmp_path / "none.xml"), str(readme)])
-    (tmp_path / "make.log").write_text(LOG)
+    if log is not None:
+        (tmp_path / "make.log").write_text(log)
     (tmp_path / "nbval.xml").write_text(JUNIT)
-    day_old = (tmp_path / "make.log").stat().st_mtime - 86400
-    os.utime(tmp_path / "nbval.xml", (day_old, day_old))
-    with pytest.raises(SystemExit, match="is older than the make test"):
+    if stale_report:
+        day_old = time.time() - 86400
+        os.utime(tmp_path / "nbval.xml", (day_old, day_old))
+    with pytest.raises(SystemExit, match=message):
         budget.main([str(tmp_path / "make.log"), str(tmp_path / "nbval.xml"), str(readme)])
     assert readme.read_text() == f"{budget.BEGIN}\nold table\n{budget.END}\n"
 
 
 def test_the_makefile_prints_the_lines_the_table_reads():
     """Each check's recipe starts with the TIME macro; bash's time prints the line budget.parts reads."""
-    out = subprocess.run(["bash", "-c", "TIMEFORMAT='time unit: %1R s wall, %1U s user, %1S s system'; time sleep 0.1"],
-                         capture_output=True, text=True).stderr
-    assert set(budget.parts(out)) == {"unit"}
     makefile = (ROOT / "Makefile").read_text()
-    assert "SHELL := bash" in makefile and "TIMEFORMAT='time $(1): %1R s wall, %1U s user, %1S s system'" in makefile
+    timed = re.search(r"^TIMED\s*=\s*(.*)$", makefile, re.M)[1].replace("$(1)", "unit")
+    out = subprocess.run(["bash", "-c", f"{timed} sleep 0.1"], capture_output=True, text=True).stderr
+    assert "SHELL := bash" in makefile and set(budget.parts(out)) == {"unit"}
     for target in ("unit", "e2e", "nbval", "book", "checked-book", "test"):
         recipe = re.search(rf"^{re.escape(target)}:.*\n\t@(.*)$", makefile, re.MULTILINE)
         assert recipe and "$(TIME)" in recipe.group(1), target

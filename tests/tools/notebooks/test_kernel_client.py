@@ -11,23 +11,23 @@ import pytest
 
 from tools.notebooks.kernel_client import poll_in_slices, slice_polls
 
+REPLY = {"msg_id": "reply"}
+
 
 class Sleepy:
     """A channel like jupyter_client's asynchronous one whose socket misses the wake-up, as pyzmq's
     asyncio poll can: a message that is there by ``ready_at`` is seen only when a call's timer runs
     out (then handed over, as pyzmq does), never while it waits."""
 
-    def __init__(self, ready_at: float | None):
+    def __init__(self, ready_at: float | None = None):
         self.ready_at = ready_at
         self.calls: list[float | None] = []
 
     async def get_msg(self, timeout=None):
         self.calls.append(timeout)
-        if timeout is None:
-            await asyncio.sleep(3600)
-        await asyncio.sleep(timeout)
+        await asyncio.sleep(5 if timeout is None else timeout)  # 5 s: a wait without end, for a test
         if self.ready_at is not None and time.monotonic() >= self.ready_at:
-            return {"msg_id": "reply"}
+            return REPLY
         raise Empty
 
 
@@ -44,52 +44,34 @@ def took(coro) -> tuple[object, float]:
     return result, time.monotonic() - start
 
 
-def test_a_missed_wake_up_costs_one_slice_not_the_whole_timeout():
-    shell = Sleepy(ready_at=time.monotonic() + 0.1)
-    kc = client_with(shell, Sleepy(None))
-    unsliced, waited = took(kc.shell_channel.get_msg(timeout=1.5))
-    assert unsliced == {"msg_id": "reply"} and waited >= 1.5  # the whole timeout, then the message
+def test_unsliced_a_missed_wake_up_costs_the_whole_timeout():
+    kc = client_with(Sleepy(ready_at=time.monotonic() + 0.1), Sleepy())
+    result, waited = took(kc.shell_channel.get_msg(timeout=1.5))
+    assert result == REPLY and waited >= 1.5  # the fake misses the wake-up as pyzmq does
 
-    shell = Sleepy(ready_at=time.monotonic() + 0.1)
-    kc = client_with(shell, Sleepy(None))
+
+@pytest.mark.parametrize("channel, ready_in, timeout, reply, least", [
+    ("shell_channel", 0.1, 30, True, 0.0),  # a missed wake-up costs one slice
+    ("iopub_channel", None, 0.3, False, 0.3),  # no message: still Empty at the caller's timeout
+    ("iopub_channel", None, 0, False, 0.0),  # a look, no wait
+    ("iopub_channel", 0.2, None, True, 0.0),  # no timeout: slices until the message
+])
+def test_sliced_each_wait_is_a_slice_and_the_caller_gets_what_it_would(channel, ready_in, timeout, reply, least):
+    sleepy = Sleepy(None if ready_in is None else time.monotonic() + ready_in)
+    kc = client_with(Sleepy(), Sleepy())
+    setattr(kc, channel, sleepy)
     poll_in_slices(kc, every=0.05)
-    sliced, waited = took(kc.shell_channel.get_msg(timeout=30))
-    assert sliced == {"msg_id": "reply"} and waited < 1.0
-    assert all(t <= 0.05 for t in shell.calls)
+    result, waited = took(getattr(kc, channel).get_msg(timeout=timeout))
+    assert result == REPLY if reply else isinstance(result, Empty)
+    assert least <= waited < least + 0.7 and all(t is not None and t <= 0.05 for t in sleepy.calls)
 
 
-def test_no_message_is_still_empty_at_the_callers_timeout():
-    kc = client_with(Sleepy(None), Sleepy(None))
-    poll_in_slices(kc, every=0.05)
-    result, waited = took(kc.iopub_channel.get_msg(timeout=0.3))
-    assert isinstance(result, Empty) and 0.3 <= waited < 1.0
-    result, waited = took(kc.iopub_channel.get_msg(timeout=0))  # a look, no wait
-    assert isinstance(result, Empty) and waited < 0.2
-
-
-def test_no_timeout_waits_in_slices_until_the_message():
-    iopub = Sleepy(ready_at=time.monotonic() + 0.2)
-    kc = client_with(Sleepy(None), iopub)
-    poll_in_slices(kc, every=0.05)
-    result, waited = took(kc.iopub_channel.get_msg())
-    assert result == {"msg_id": "reply"} and waited < 1.0 and None not in iopub.calls
-
-
-def test_slicing_twice_wraps_once_and_a_bad_slice_is_refused():
-    shell = Sleepy(None)
-    kc = client_with(shell, Sleepy(None))
-    poll_in_slices(kc, every=0.05)
-    first = kc.shell_channel.get_msg
-    poll_in_slices(kc, every=0.05)
-    assert kc.shell_channel.get_msg is first
-    with pytest.raises(ValueError, match="every must be positive"):
-        poll_in_slices(kc, every=0)
-
-
-def test_a_notebook_client_slices_from_its_first_cell_and_keeps_its_own_hook():
+def test_a_notebook_client_slices_once_from_its_first_cell_and_keeps_its_own_hook():
     seen = []
     client = SimpleNamespace(on_cell_start=lambda **kw: seen.append(kw["cell_index"]),
-                             kc=client_with(Sleepy(None), Sleepy(None)))
+                             kc=client_with(Sleepy(), Sleepy()))
     slice_polls(client)
     client.on_cell_start(cell={}, cell_index=3)
-    assert seen == [3] and getattr(client.kc.shell_channel.get_msg, "_sliced", False)
+    sliced = client.kc.shell_channel.get_msg
+    client.on_cell_start(cell={}, cell_index=4)  # every later cell: that wrapper, not one more around it
+    assert seen == [3, 4] and sliced._sliced and client.kc.shell_channel.get_msg is sliced

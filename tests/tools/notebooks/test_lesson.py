@@ -6,8 +6,8 @@ tests/classroom/test_exercises.py's rules, and no spread to measure (it prints n
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
+import runpy
 import shutil
 from pathlib import Path
 
@@ -15,6 +15,7 @@ import pytest
 
 from tests.notebooks import test_rules as rules
 from tools.notebooks import install_cell, lesson
+from tools.notebooks.execute import execute
 from tools.outputs import spread
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,20 +34,8 @@ def course(tmp_path):
     return tmp_path
 
 
-def _check_and_case(course: Path, name: str):
-    """The scaffold's check (imported from the course folder) and its row of CASES."""
-    spec = importlib.util.spec_from_file_location(f"scaffold_{name}", course / "labs" / "classroom" / "exercises"
-                                                  / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    tree = ast.parse((course / lesson.CASES).read_text())
-    cases = next(n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CASES")
-    row = next(v for k, v in zip(cases.keys, cases.values) if k.value == f"check_{name}")
-    return getattr(module, f"check_{name}"), eval(compile(ast.Expression(row), "CASES", "eval"))  # noqa: S307
-
-
-def test_a_scaffolded_lesson_keeps_the_mechanical_rules(course):
-    before = (course / "_toc.yml").read_text()
+def test_a_scaffolded_lesson_keeps_the_mechanical_rules(course, capsys):
+    toc_before, cases_before = (course / "_toc.yml").read_text(), (course / lesson.CASES).read_text()
     path = lesson.scaffold("retrieval_eval", root=course)
     last = sorted((ROOT / "notebooks").glob("*.ipynb"))[-1]
     assert path.name == f"{int(last.name[:2]) + 1:02d}_retrieval_eval.ipynb"
@@ -57,28 +46,28 @@ def test_a_scaffolded_lesson_keeps_the_mechanical_rules(course):
     toc = (course / "_toc.yml").read_text()
     listed = re.findall(r"file:\s*notebooks/(\S+)", toc)
     assert listed == sorted(listed) and listed[-1] == path.stem
-    assert toc.replace(f"      - file: notebooks/{path.stem}\n", "", 1) == before  # one line added, nothing else
+    assert toc.replace(f"      - file: notebooks/{path.stem}\n", "", 1) == toc_before  # one line added, nothing else
     assert f"]({last.name})" in rules.prose(rules.load(path))  # what to know first: the lesson before
     assert spread.check_notebook(path, {"notebooks": {}}, root=course) == []  # prints no number: nothing to measure
 
-
-def test_a_scaffolded_lesson_has_a_check_that_keeps_the_exercise_rules(course, capsys):
-    """The rules tests/classroom/test_exercises.py holds every check to: a row in CASES; the right answer
-    passes; a wrong one fails without showing the answer; no answer asks for one; a lesson calls it."""
-    before = (ROOT / lesson.CASES).read_text()
-    path = lesson.scaffold("retrieval_eval", root=course)
-    check, (right, wrong, secret) = _check_and_case(course, "retrieval_eval")
+    # The rules tests/classroom/test_exercises.py holds every check to: a row in CASES; the right answer
+    # passes; a wrong one fails without showing the answer; no answer asks for one; the lesson calls it.
+    check = runpy.run_path(str(course / "labs/classroom/exercises/retrieval_eval.py"))["check_retrieval_eval"]
+    tree = ast.parse((course / lesson.CASES).read_text())
+    cases = next(n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CASES")
+    row = next(v for k, v in zip(cases.keys, cases.values) if k.value == "check_retrieval_eval")
+    right, wrong, secret = eval(compile(ast.Expression(row), "CASES", "eval"))  # noqa: S307
     assert check(right()) is True and capsys.readouterr().out.startswith("Right")
     assert check(wrong) is False
     out = capsys.readouterr().out
     assert out.strip() and not out.startswith("Right") and secret not in out
     assert check(None) is False and "fill in" in capsys.readouterr().out.lower()
-    assert "check_retrieval_eval(" in "\n".join(rules.source(c) for c in rules.load(path)["cells"]
-                                                if c["cell_type"] == "code")
-    assert rules.exercise_problems(rules.load(path)["cells"], path.name) == []
+    cells = rules.load(path)["cells"]
+    assert "check_retrieval_eval(" in "\n".join(rules.source(c) for c in cells if c["cell_type"] == "code")
+    assert rules.exercise_problems(cells, path.name) == []
     rules.test_every_exercise_has_a_worked_solution_after_the_attempt(path)
-    added = (course / lesson.CASES).read_text().replace(lesson.CASE.format(name="retrieval_eval"), "", 1)
-    assert added == before  # one row added, nothing else
+    cases_after = (course / lesson.CASES).read_text()
+    assert cases_after.replace(lesson.CASE.format(name="retrieval_eval"), "", 1) == cases_before  # one row added
 
 
 @pytest.mark.parametrize("name, message", [("retrieval-eval", "lower-case words"), ("11_eval", "lower-case words"),
@@ -100,8 +89,6 @@ def test_a_bad_or_taken_name_is_refused_and_nothing_is_written(course, name, mes
 
 @pytest.mark.e2e  # a kernel
 def test_a_scaffolded_lesson_runs_cleanly_and_prints_no_number(course, monkeypatch):
-    from tools.notebooks.execute import execute
-
     path = lesson.scaffold("retrieval_eval", root=course)
     monkeypatch.setenv("PYTHONPATH", str(course))  # the kernel imports the course folder's labs, new check included
     execute(path)
