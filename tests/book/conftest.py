@@ -1,28 +1,25 @@
-"""Options of the book checks, their browser, the live demos' page, and the rule that keeps a plain
+"""Options of the book checks, their browser, the live demos' fixtures, and the rule that keeps a plain
 `pytest tests` off the browser.
 
-The browser is pytest-playwright's ``browser`` fixture (one Chromium a pytest process, started on
-first use): `browser_type_launch_args` below gives it the build and the flags of
-tools/book/browser.py. The live-demo tests (every ``test_live*.py``) share the fixtures after it:
-a linked copy of the built book with the fixture page (``site``), its server (``live_url``), the
-page every test that uses the model shares (``session``, one model load a module) and contexts of
-their own (``fresh``); tests/book/live_helpers.py has the helpers they drive the demos with.
+The browser is pytest-playwright's ``browser`` (one Chromium a pytest process), launched with the build
+and flags of tools/book/browser.py. The live-demo tests (``test_live*.py``) share a linked copy of the
+built book with the fixture page (``site``), its server (``live_url``), one page for the tests that use
+the model (``session``, one model load a module) and contexts of their own (``fresh``).
 
-test_browser.py and the live-demo tests drive headless Chromium over the built book: they run only
-when named (make checked-book, make browser, make live-check), or with --html-root for a
-whole-folder run. In a plain `pytest tests` they are not collected, and the run says so at
-its end. The rules they apply that need no browser are unit tests here (test_*_rules.py) and run
-in every `pytest tests`.
+test_browser.py and the live-demo tests run only when named (make checked-book, make browser, make
+live-check), or with --html-root for a whole-folder run; a plain `pytest tests` leaves them out and
+says so at its end.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 from pathlib import Path
 
 import pytest
 
-from tests.book.live_helpers import Session
+from tests.book.live_helpers import DESKTOP, Session
 from tools.book import browser as chrome, live_page
 
 LEFT_OUT = pytest.StashKey[set]()  # the browser modules a folder run left out
@@ -101,16 +98,18 @@ def browser_type_launch_args(browser_type_launch_args):
 
 @pytest.fixture(scope="module")
 def book(request) -> Path:
-    """The built book (--html-root), with its live/ folder."""
-    root = Path(request.config.getoption("html_root") or "_build/html").resolve()
-    if not (root / "live" / "manifest.json").is_file():
-        pytest.fail(f"{root}: no live/ folder in the built book (make book builds it, with make live)")
-    return root
+    """The built book (--html-root)."""
+    return Path(request.config.getoption("html_root") or "_build/html").resolve()
+
+
+@pytest.fixture(scope="module")
+def manifest(book) -> dict:
+    return json.loads((book / "live" / "manifest.json").read_text())
 
 
 @pytest.fixture(scope="module")
 def site(book, tmp_path_factory) -> Path:
-    """A linked copy of the book with the page of every demo (tools/book/live_page.py): a test may replace a file there."""
+    """A linked copy of the book with the page of every demo (tools/book/live_page.py); it fails without live/."""
     return live_page.mirror(book, tmp_path_factory.mktemp("live") / "html")
 
 
@@ -130,7 +129,7 @@ def outside() -> list[str]:
 def session(browser, live_url, outside):
     """The fixture page, shared by the tests of a module that use the model (one model load for all of them).
     What it fetched from live/ before any test used a demo is kept in ``before_use``."""
-    s = Session(browser, live_url, outside, viewport={"width": 1280, "height": 900})
+    s = Session(browser, live_url, outside, **DESKTOP)
     s.open()
     s.page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
     s.page.wait_for_timeout(300)
