@@ -42,31 +42,16 @@ def pytest_addoption(parser):
 
 
 def pytest_ignore_collect(collection_path: Path, config):
-    """Not collected from a folder run unless the built book is given (named on the command line,
-    they always are)."""
-    module = _browser_module(collection_path.name)
-    if module and collection_path.parent == Path(__file__).parent:
-        if config.getoption("html_root", default=None):
-            return None
-        if _folder_run(config, collection_path):
-            config.stash.setdefault(LEFT_OUT, set()).add(module)
-        return True
-    return None
-
-
-def _browser_module(name: str) -> str | None:
-    """The BROWSER_MODULES key that names this file, if any."""
-    return next((key for key in BROWSER_MODULES if fnmatch.fnmatch(name, key)), None)
-
-
-def _folder_run(config, path: Path) -> bool:
-    """Whether a folder named on the command line holds this module (rather than pytest merely
-    looking past it on the way to another file)."""
-    for arg in config.args:
-        named = (config.invocation_params.dir / arg.split("::")[0]).resolve()
-        if named.is_dir() and named in path.resolve().parents:
-            return True
-    return False
+    """Not collected from a folder run unless the built book is given (pytest asks no hook of the files
+    named on the command line: they always run)."""
+    module = next((key for key in BROWSER_MODULES if fnmatch.fnmatch(collection_path.name, key)), None)
+    if module is None or collection_path.parent != Path(__file__).parent or config.getoption("html_root", default=None):
+        return None
+    # said at the end only when a folder holding it was named, not when pytest merely looked past it
+    if any((config.invocation_params.dir / arg.split("::")[0]).resolve() in collection_path.resolve().parents
+           for arg in config.args):
+        config.stash.setdefault(LEFT_OUT, set()).add(module)
+    return True
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -133,7 +118,7 @@ def session(browser, live_url, outside):
     s.open()
     s.page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
     s.page.wait_for_timeout(300)
-    s.before_use = {p.split("?")[0] for p in s.live_requests()}
+    s.before_use = set(s.live_requests())
     yield s
     s.close()
 

@@ -108,11 +108,13 @@ def axe_problems(page, *include: str) -> list[str]:
 
 def unnamed(page, controls: str) -> list[str]:
     """The controls ``controls`` selects that have no label, aria-label or text."""
-    return page.evaluate("""(controls) => [...document.querySelectorAll(controls)].filter(e => !(e.labels && e.labels.length)
-        && !e.getAttribute('aria-label') && !e.textContent.trim()).map(e => e.outerHTML.slice(0, 80))""", controls)
+    return page.evaluate("""(controls) => [...document.querySelectorAll(controls)]
+        .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+        .map(e => e.outerHTML.slice(0, 80))""", controls)
 
 
 def cut_demos(page) -> list[str]:
     """The demos that scroll sideways or reach past the window's right edge."""
     return page.evaluate("() => [...document.querySelectorAll('.live-demo')].filter(d => d.scrollWidth > "
-                         "d.clientWidth + 1 || d.getBoundingClientRect().right > innerWidth + 1).map(d => d.dataset.live)")
+                         "d.clientWidth + 1 || d.getBoundingClientRect().right > innerWidth + 1)"
+                         ".map(d => d.dataset.live)")

@@ -223,7 +223,8 @@ def ranked(page, question: str) -> dict:
     before = (state(page, "adapter").get("own") or {}).get("count", 0)
     d.get_by_label("Your question, ranked among the 84 articles of the set").fill(question)
     d.get_by_role("button", name="Rank").click()
-    return until(page, "adapter", "s.own && s.own.question === arg[0] && s.own.count > arg[1]", [question, before])["own"]
+    return until(page, "adapter", "s.own && s.own.question === arg[0] && s.own.count > arg[1]",
+                 [question, before])["own"]
 
 
 def mark(page, article: str, what: str) -> None:

@@ -40,9 +40,8 @@ VERSION_BEFORE = re.compile(r"(?:licen[cs]e|version|python|v)\s*$", re.I)
 
 
 def readable(text: str) -> str:
-    """The page as a reader reads its prose: no code, no glue, no link targets, no directive options."""
-    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
-    text = FENCE.sub("\n", text)
+    """A sentence (comments and code blocks already gone) as a reader reads it: no inline code, no glue,
+    no link targets, no directive options."""
     text = re.sub(r"^\s*%.*$", "", text, flags=re.M)  # MyST comments
     text = re.sub(r"^\s*:[\w-]+:.*$", "", text, flags=re.M)  # directive options (:width: 100%)
     text = GLUE.sub(" ", text)
