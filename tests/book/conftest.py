@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -60,10 +61,7 @@ def pytest_terminal_summary(terminalreporter, config):
     found = config.stash.get(FINDINGS, None)
     if found:
         path, results = found
-        counts: dict[str, int] = {}
-        for result in results.values():
-            for p in result.problems:
-                counts[p.rule] = counts.get(p.rule, 0) + 1
+        counts = Counter(p.rule for result in results.values() for p in result.problems)
         terminalreporter.write_line(
             f"browser check: {len(results)} pages, problems by rule: "
             + (", ".join(f"{rule} {n}" for rule, n in sorted(counts.items())) or "none") + f"; all of them in {path}")
