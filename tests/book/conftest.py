@@ -1,28 +1,26 @@
-"""Options of the book checks, their browser, the live demos' page, and the rule that keeps a plain
+"""Options of the book checks, their browser, the live demos' fixtures, and the rule that keeps a plain
 `pytest tests` off the browser.
 
-The browser is pytest-playwright's ``browser`` fixture (one Chromium a pytest process, started on
-first use): `browser_type_launch_args` below gives it the build and the flags of
-tools/book/browser.py. The live-demo tests (every ``test_live*.py``) share the fixtures after it:
-a linked copy of the built book with the fixture page (``site``), its server (``live_url``), the
-page every test that uses the model shares (``session``, one model load a module) and contexts of
-their own (``fresh``); tests/book/live_helpers.py has the helpers they drive the demos with.
+The browser is pytest-playwright's ``browser`` (one Chromium a pytest process), launched with the build
+and flags of tools/book/browser.py. The live-demo tests (``test_live*.py``) share a linked copy of the
+built book with the fixture page (``site``), its server (``live_url``), one page for the tests that use
+the model (``session``, one model load a module) and contexts of their own (``fresh``).
 
-test_browser.py and the live-demo tests drive headless Chromium over the built book: they run only
-when named (make checked-book, make browser, make live-check), or with --html-root for a
-whole-folder run. In a plain `pytest tests` they are not collected, and the run says so at
-its end. The rules they apply that need no browser are unit tests here (test_*_rules.py) and run
-in every `pytest tests`.
+test_browser.py and the live-demo tests run only when named (make checked-book, make browser, make
+live-check), or with --html-root for a whole-folder run; a plain `pytest tests` leaves them out and
+says so at its end.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.book.live_helpers import Session
+from tests.book.live_helpers import DESKTOP, Session
 from tools.book import browser as chrome, live_page
 
 LEFT_OUT = pytest.StashKey[set]()  # the browser modules a folder run left out
@@ -45,31 +43,16 @@ def pytest_addoption(parser):
 
 
 def pytest_ignore_collect(collection_path: Path, config):
-    """Not collected from a folder run unless the built book is given (named on the command line,
-    they always are)."""
-    module = _browser_module(collection_path.name)
-    if module and collection_path.parent == Path(__file__).parent:
-        if config.getoption("html_root", default=None):
-            return None
-        if _folder_run(config, collection_path):
-            config.stash.setdefault(LEFT_OUT, set()).add(module)
-        return True
-    return None
-
-
-def _browser_module(name: str) -> str | None:
-    """The BROWSER_MODULES key that names this file, if any."""
-    return next((key for key in BROWSER_MODULES if fnmatch.fnmatch(name, key)), None)
-
-
-def _folder_run(config, path: Path) -> bool:
-    """Whether a folder named on the command line holds this module (rather than pytest merely
-    looking past it on the way to another file)."""
-    for arg in config.args:
-        named = (config.invocation_params.dir / arg.split("::")[0]).resolve()
-        if named.is_dir() and named in path.resolve().parents:
-            return True
-    return False
+    """Not collected from a folder run unless the built book is given (pytest asks no hook of the files
+    named on the command line: they always run)."""
+    module = next((key for key in BROWSER_MODULES if fnmatch.fnmatch(collection_path.name, key)), None)
+    if module is None or collection_path.parent != Path(__file__).parent or config.getoption("html_root", default=None):
+        return None
+    # said at the end only when a folder holding it was named, not when pytest merely looked past it
+    if any((config.invocation_params.dir / arg.split("::")[0]).resolve() in collection_path.resolve().parents
+           for arg in config.args):
+        config.stash.setdefault(LEFT_OUT, set()).add(module)
+    return True
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -78,10 +61,7 @@ def pytest_terminal_summary(terminalreporter, config):
     found = config.stash.get(FINDINGS, None)
     if found:
         path, results = found
-        counts: dict[str, int] = {}
-        for result in results.values():
-            for p in result.problems:
-                counts[p.rule] = counts.get(p.rule, 0) + 1
+        counts = Counter(p.rule for result in results.values() for p in result.problems)
         terminalreporter.write_line(
             f"browser check: {len(results)} pages, problems by rule: "
             + (", ".join(f"{rule} {n}" for rule, n in sorted(counts.items())) or "none") + f"; all of them in {path}")
@@ -101,16 +81,18 @@ def browser_type_launch_args(browser_type_launch_args):
 
 @pytest.fixture(scope="module")
 def book(request) -> Path:
-    """The built book (--html-root), with its live/ folder."""
-    root = Path(request.config.getoption("html_root") or "_build/html").resolve()
-    if not (root / "live" / "manifest.json").is_file():
-        pytest.fail(f"{root}: no live/ folder in the built book (make book builds it, with make live)")
-    return root
+    """The built book (--html-root)."""
+    return Path(request.config.getoption("html_root") or "_build/html").resolve()
+
+
+@pytest.fixture(scope="module")
+def manifest(book) -> dict:
+    return json.loads((book / "live" / "manifest.json").read_text())
 
 
 @pytest.fixture(scope="module")
 def site(book, tmp_path_factory) -> Path:
-    """A linked copy of the book with the page of every demo (tools/book/live_page.py): a test may replace a file there."""
+    """A linked copy of the book with the page of every demo (tools/book/live_page.py); it fails without live/."""
     return live_page.mirror(book, tmp_path_factory.mktemp("live") / "html")
 
 
@@ -130,11 +112,11 @@ def outside() -> list[str]:
 def session(browser, live_url, outside):
     """The fixture page, shared by the tests of a module that use the model (one model load for all of them).
     What it fetched from live/ before any test used a demo is kept in ``before_use``."""
-    s = Session(browser, live_url, outside, viewport={"width": 1280, "height": 900})
+    s = Session(browser, live_url, outside, **DESKTOP)
     s.open()
     s.page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
     s.page.wait_for_timeout(300)
-    s.before_use = {p.split("?")[0] for p in s.live_requests()}
+    s.before_use = set(s.live_requests())
     yield s
     s.close()
 

@@ -1,5 +1,5 @@
-"""What every test of the live demos uses: a browser context that keeps the book offline, and the
-demos' state as the page keeps it (``div.labsLive``).
+"""What every test of the live demos uses: a browser context that keeps the book offline, the demos'
+state as the page keeps it (``div.labsLive``), and the checks every reader's tests share.
 
 The fixtures that make them (the built book's copy, its server, the shared page) are in
 tests/book/conftest.py; the browser itself is pytest-playwright's ``browser``, launched once per
@@ -8,11 +8,22 @@ pytest process with the flags of tools/book/browser.py.
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlparse
 
 from tools.book import live_page
 
 WAIT_MS = 90_000  # model loads wait on the page, not on a clock; generous under make test's load
+DESKTOP = {"viewport": {"width": 1280, "height": 900}}
+PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
+AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
+RANKED = "s.query === arg && s.rankings && !s.stored"  # `until`: the page's own ranking of ``arg``
+# Every script of a long animation frame, with where it came from: a task of the page as a whole also
+# counts the time the machine's other jobs take from the browser.
+LONG_SCRIPTS = """window.__scripts = [];
+new PerformanceObserver(list => { for (const f of list.getEntries()) for (const s of f.scripts || [])
+    window.__scripts.push([s.startTime, s.duration, s.sourceURL, s.invoker]); })
+    .observe({type: 'long-animation-frame', buffered: true});"""
 
 
 class Session:
@@ -22,7 +33,6 @@ class Session:
         self.context = browser.new_context(**options)
         self.requests: list[str] = []
         self.errors: list[str] = []
-        self.outside = outside
         self.base_url = base_url
 
         def route(r):
@@ -40,10 +50,10 @@ class Session:
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" and "live" in m.text else None)
 
     def open(self, rel: str = live_page.FIXTURE, wait_demos: bool = True):
-        self.page.goto(f"{self.base_url}/{rel}", wait_until="load")
+        """Open a page of the book (or any URL), and wait for its demos to be built."""
+        self.page.goto(rel if "://" in rel else f"{self.base_url}/{rel}", wait_until="load")
         if wait_demos:
-            self.page.wait_for_function("() => document.querySelectorAll('.live-demo.live-built').length === "
-                                        "document.querySelectorAll('.live-demo').length", timeout=WAIT_MS)
+            self.page.wait_for_function("() => !document.querySelector('.live-demo:not(.live-built)')", timeout=WAIT_MS)
         return self.page
 
     def live_requests(self) -> list[str]:
@@ -64,6 +74,16 @@ def state(page, kind: str, nth: int = 0) -> dict:
     return demo(page, kind, nth).evaluate("d => JSON.parse(JSON.stringify(d.labsLive))")
 
 
+def until(page, kind: str, condition: str, arg=None, nth: int = 0) -> dict:
+    """Wait until ``condition`` (JavaScript of ``s``, the demo's state, ``d``, its element, and ``arg``)
+    holds, and return the state; a demo that falls back to its stored example fails the wait, with its reason."""
+    page.wait_for_function(
+        f"([d, arg]) => {{ const s = d.labsLive; if ({condition}) return true;"
+        " if (s.status === 'fallback') throw new Error(s.fallback); return false; }",
+        arg=[demo(page, kind, nth).element_handle(), arg], timeout=WAIT_MS)
+    return state(page, kind, nth)
+
+
 def ask(page, kind: str, text: str | None = None, chip: int | None = None) -> dict:
     """Type ``text`` into a search demo (or click example ``chip``) and wait for the page's own ranking of it."""
     box = demo(page, kind)
@@ -71,10 +91,30 @@ def ask(page, kind: str, text: str | None = None, chip: int | None = None) -> di
         box.locator(".live-chip").nth(chip).click()
     else:
         box.locator("input").fill(text)
-    want = box.locator("input").input_value()
-    demo(page, kind).evaluate(
-        "(d, want) => new Promise((ok, no) => { const t0 = Date.now(); (function poll() { const s = d.labsLive;"
-        " if (s.query === want && s.rankings && !s.stored) return ok(); if (s.status === 'fallback') return no(new"
-        " Error(s.fallback)); if (Date.now() - t0 > " + str(WAIT_MS) + ") return no(new Error('no ranking'));"
-        " setTimeout(poll, 20); })(); })", want)
-    return state(page, kind)
+    return until(page, kind, RANKED, box.locator("input").input_value())
+
+
+def axe_problems(page, *include: str) -> list[str]:
+    """axe-core's serious and critical findings inside the elements ``include`` selects."""
+    if not AXE.is_file():
+        raise FileNotFoundError(f"{AXE} is missing: make vendor installs axe-core")
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate("""async (include) => {
+        const r = await axe.run({include: include.map(s => [s])}, {resultTypes: ['violations']});
+        return r.violations.filter(v => ['serious', 'critical'].includes(v.impact))
+            .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', '));
+    }""", list(include))
+
+
+def unnamed(page, controls: str) -> list[str]:
+    """The controls ``controls`` selects that have no label, aria-label or text."""
+    return page.evaluate("""(controls) => [...document.querySelectorAll(controls)]
+        .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+        .map(e => e.outerHTML.slice(0, 80))""", controls)
+
+
+def cut_demos(page) -> list[str]:
+    """The demos that scroll sideways or reach past the window's right edge."""
+    return page.evaluate("() => [...document.querySelectorAll('.live-demo')].filter(d => d.scrollWidth > "
+                         "d.clientWidth + 1 || d.getBoundingClientRect().right > innerWidth + 1)"
+                         ".map(d => d.dataset.live)")

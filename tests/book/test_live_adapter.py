@@ -30,18 +30,11 @@ import numpy as np
 import pytest
 import torch
 
-from tests.book.live_helpers import WAIT_MS, Session, demo, state
+from tests.book.live_helpers import DESKTOP, LONG_SCRIPTS, PHONE, Session, axe_problems, demo, state, until
 
 PAGE = "notebooks/05_hard_negatives.html"
 EXACT = 1e-9  # float64 arithmetic, page against torch and labs
 LONG_TASK_MS = 200  # no script of the demo runs longer than this on the page's thread
-# Every script of a long animation frame, with where it came from (as tests/book/test_live.py holds the
-# other demos: a task of the page as a whole also counts what the machine's other jobs take).
-LONG_SCRIPTS = """window.__scripts = [];
-new PerformanceObserver(list => { for (const f of list.getEntries()) for (const s of f.scripts || [])
-    window.__scripts.push([s.startTime, s.duration, s.sourceURL, s.invoker]); })
-    .observe({type: 'long-animation-frame', buffered: true});"""
-AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
 RESULTS = Path(__file__).resolve().parents[2] / "labs" / "classroom" / "experiment" / "lookalike_experiment.json"
 
 # In the page: adapter.mjs and the stored set, a plan, then the gradient of step 1 or a whole run.
@@ -92,7 +85,7 @@ def labs_run(meta: dict, v: dict, arm: str, steps: int, seed: int, tau: float):
 
 @pytest.fixture(scope="module")
 def lesson(browser, live_url, outside):
-    s = Session(browser, live_url, outside, viewport={"width": 1280, "height": 900})
+    s = Session(browser, live_url, outside, **DESKTOP)
     s.open(PAGE)
     yield s
     s.close()
@@ -113,10 +106,7 @@ def train_in_demo(page, arm: str | None = None, source: str | None = None, **box
         d.get_by_label({"tau": "Temperature \u03c4", "steps": "Steps", "seed": "Seed"}[label], exact=True).fill(str(value))
     before = len(state(page, "adapter")["runs"])
     d.get_by_role("button", name="Train").click()
-    d.evaluate("(d, before) => new Promise((ok, no) => { const t0 = Date.now(); (function poll() { const s = d.labsLive;"
-               " if (!s.busy && (s.runs.length > before || s.problem)) return ok(); if (Date.now() - t0 > "
-               f"{WAIT_MS}) return no(new Error('no run')); setTimeout(poll, 20); }})(); }})", before)
-    return state(page, "adapter")
+    return until(page, "adapter", "!s.busy && (s.runs.length > arg || s.problem)", before)
 
 
 # ---- the stored vectors are the experiment's ----------------------------------------------
@@ -233,11 +223,8 @@ def ranked(page, question: str) -> dict:
     before = (state(page, "adapter").get("own") or {}).get("count", 0)
     d.get_by_label("Your question, ranked among the 84 articles of the set").fill(question)
     d.get_by_role("button", name="Rank").click()
-    d.evaluate("(d, [q, n]) => new Promise((ok, no) => { const t0 = Date.now(); (function poll() { const s = d.labsLive;"
-               " if (s.own && s.own.question === q && s.own.count > n) return ok(); if (s.status === 'fallback')"
-               f" return no(new Error(s.fallback)); if (Date.now() - t0 > {WAIT_MS}) return no(new Error('no ranking'));"
-               " setTimeout(poll, 20); })(); })", [question, before])
-    return state(page, "adapter")["own"]
+    return until(page, "adapter", "s.own && s.own.question === arg[0] && s.own.count > arg[1]",
+                 [question, before])["own"]
 
 
 def mark(page, article: str, what: str) -> None:
@@ -295,7 +282,7 @@ def test_bad_input_is_one_line_and_no_training(lesson):
 def test_every_reader_keyboard_names_and_phone(browser, live_url, outside):
     """At 390 px: nothing cut, every control named, axe-core clean; the keyboard alone trains (Tab to a
     box, Enter); focus is visible; the result is aria-live; no long task on the page's thread meanwhile."""
-    s = Session(browser, live_url, outside, viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    s = Session(browser, live_url, outside, **PHONE)
     try:
         s.context.add_init_script(LONG_SCRIPTS)
         page = s.open(PAGE)
@@ -316,23 +303,14 @@ def test_every_reader_keyboard_names_and_phone(browser, live_url, outside):
         steps.fill("40")
         t0 = page.evaluate("() => performance.now()")
         page.keyboard.press("Enter")
-        d.evaluate(f"""d => new Promise((ok, no) => {{ const t0 = Date.now(); (function poll() {{ const s = d.labsLive;
-            if (s.runs.length) return ok(); if (Date.now() - t0 > {WAIT_MS}) return no(new Error('no run')); setTimeout(poll, 20); }})(); }})""")
-        got = state(page, "adapter")
+        got = until(page, "adapter", "s.runs.length")
         assert got["runs"][0]["steps"] == 40 and len(got["runs"][0]["losses"]) == 40
         assert page.evaluate("() => PerformanceObserver.supportedEntryTypes.includes('long-animation-frame')")
         slow = page.evaluate("([t0, ms]) => window.__scripts.filter(e => e[0] >= t0 && e[2].includes('/live/') && e[1] > ms)",
                              [t0, LONG_TASK_MS])
         assert not slow, f"the demo's scripts ran over {LONG_TASK_MS} ms on the page's thread: {slow}"
         assert d.evaluate("d => d.scrollWidth <= d.clientWidth + 1 && d.getBoundingClientRect().right <= innerWidth + 1")
-        if AXE.is_file():
-            page.add_script_tag(path=str(AXE))
-            found = page.evaluate("""async () => { const r = await axe.run({include: [['.live-demo[data-live=adapter]']]},
-                {resultTypes: ['violations']}); return r.violations.filter(v => ['serious', 'critical'].includes(v.impact))
-                .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', ')); }""")
-            assert not found, found
-        else:
-            pytest.fail(f"{AXE} is missing: make vendor installs axe-core")
+        assert not axe_problems(page, ".live-demo[data-live=adapter]")
         small = d.evaluate("d => [...d.querySelectorAll('*')].filter(e => e.childNodes.length && [...e.childNodes].some(n => "
                            "n.nodeType === 3 && n.textContent.trim()) && parseFloat(getComputedStyle(e).fontSize) * "
                            "(e.closest('svg') ? e.closest('svg').getBoundingClientRect().width / e.closest('svg').viewBox.baseVal.width : 1)"
@@ -346,7 +324,7 @@ def test_every_reader_keyboard_names_and_phone(browser, live_url, outside):
 def test_nothing_loads_before_the_reader_acts(browser, live_url, outside):
     """Lesson 5 scrolled through, every control of the demo tabbed past and the question box focused: only
     the page files every demo page fetches; a press of Train then fetches the set's vectors (not the model)."""
-    s = Session(browser, live_url, outside, viewport={"width": 1280, "height": 900})
+    s = Session(browser, live_url, outside, **DESKTOP)
     try:
         page = s.open(PAGE)
         page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
@@ -359,9 +337,7 @@ def test_nothing_loads_before_the_reader_acts(browser, live_url, outside):
         fetched = {p.split("?")[0] for p in s.live_requests()}
         assert fetched == {"/live/stored.js", "/live/maths.js", "/live/demos.js", "/live/live.css"}, fetched
         d.get_by_role("button", name="Train").click()
-        d.evaluate(f"""d => new Promise((ok, no) => {{ const t0 = Date.now(); (function poll() {{
-            if (d.labsLive.runs.length) return ok(); if (Date.now() - t0 > {WAIT_MS}) return no(new Error('no run'));
-            setTimeout(poll, 20); }})(); }})""")
+        until(page, "adapter", "s.runs.length")
         fetched = {p.split("?")[0] for p in s.live_requests()}
         assert "/live/vectors/lookalike-minilm.f32" in fetched
         assert not [p for p in fetched if p.startswith(("/live/models/", "/live/runtime/", "/live/worker.mjs"))], fetched

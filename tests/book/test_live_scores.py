@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.book.live_helpers import WAIT_MS, ask, demo, state
+from tests.book.live_helpers import PHONE, ask, axe_problems, cut_demos, demo, state, unnamed, until
 
 SUM = 1e-6  # the shares' sum against the page's cosine (float64 sums of float32 vectors)
 ONNX = 1e-5  # the page's shares against onnxruntime in Python on the same file
@@ -308,10 +308,7 @@ def open_why(page, kind: str, article: str, column: int = 0) -> dict:
     row = box.locator(".live-ranking").nth(column).locator(f'li[data-id="{article}"]')
     box.evaluate("d => { d.labsLive.why = null; }")
     row.locator(".live-why").click()
-    box.evaluate("(d) => new Promise((ok, no) => { const t0 = Date.now(); (function poll() {"
-                 " if (d.labsLive.why) return ok(); if (Date.now() - t0 > " + str(WAIT_MS) + ") return no(new Error("
-                 "'no panel')); setTimeout(poll, 20); })(); })")
-    return state(page, kind)["why"]
+    return until(page, kind, "s.why")["why"]
 
 
 def shown_shares(panel, nth: int) -> tuple[list[str], list[float]]:
@@ -367,8 +364,7 @@ def test_why_by_keyboard_and_a_new_question_closes_it(session):
     assert button.get_attribute("aria-label") == f"Why this score: {first}, {got['rankings']['minilm'][0]['cosine']:.3f}"
     button.focus()
     page.keyboard.press("Enter")
-    page.wait_for_function("() => document.querySelector('.live-demo[data-live=search]').labsLive.why", timeout=WAIT_MS)
-    why = state(page, "search")["why"]
+    why = until(page, "search", "s.why")["why"]
     assert why["id"] == first and why["models"]["minilm"]["other"]["rank"] == 2
     ask(page, "search", "my kettle is noisy")
     assert box.locator(".why-panel").is_hidden() and state(page, "search")["why"] is None
@@ -414,10 +410,7 @@ def open_lab(page) -> dict:
 
 def settled(page, before: int) -> dict:
     """Wait for the lab to draw past ``before`` and return its state."""
-    lab(page).evaluate("(d, before) => new Promise((ok, no) => { const t0 = Date.now(); (function poll() {"
-                       " const s = d.labsLive; if (s.drawn > before) return ok(); if (s.status === 'fallback') return"
-                       " no(new Error(s.fallback)); if (Date.now() - t0 > " + str(WAIT_MS) + ") return no(new Error("
-                       "'not drawn')); setTimeout(poll, 20); })(); })", before)
+    until(page, "batch", "s.drawn > arg", before)
     page.wait_for_timeout(50)
     return state(page, "batch")
 
@@ -466,13 +459,6 @@ def check_lab(got: dict, manifest, book) -> None:
         push = np.delete(row, i).sum()
         want_row = np.where(np.arange(len(row)) == i, 0.0, row / push if push else 0.0)
         assert np.abs(np.array(b["push"][i]) - want_row).max() < EXACT
-
-
-@pytest.fixture(scope="module")
-def manifest(book):
-    import json
-
-    return json.loads((book / "live" / "manifest.json").read_text())
 
 
 def test_lab_questions_are_lesson_one_questions(session, live_url):
@@ -611,35 +597,22 @@ def test_lab_mining_is_the_library_mining(session, manifest, book):
 def test_lab_every_reader(session, fresh):
     """axe-core finds nothing serious in the lab and the why panel at 1280 and 390 px; nothing is cut at 390 px;
     every control is named; the lab works from the keyboard."""
-    from tests.book.test_live import AXE
-
-    axe = """async () => {
-        const r = await axe.run({include: [['.live-demo[data-live=batch]'], ['.why-panel']]}, {resultTypes: ['violations']});
-        return r.violations.filter(v => ['serious', 'critical'].includes(v.impact))
-            .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', '));
-    }"""
-    phone = fresh(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    phone = fresh(**PHONE)
     page = phone.open()
     lab(page).locator("button", has_text="Open the batch lab").tap()
     settled(page, 0)
     ask(page, "search", chip=1)
     demo(page, "search").locator(".live-why").first.tap()
-    page.wait_for_function("() => document.querySelector('.live-demo[data-live=search]').labsLive.why", timeout=WAIT_MS)
+    until(page, "search", "s.why")
     open_lab(session.page)
     for p, width in ((session.page, "1280 px"), (page, "390 px")):
-        p.add_script_tag(path=str(AXE))
-        assert not p.evaluate(axe), width
+        assert not axe_problems(p, ".live-demo[data-live=batch]", ".why-panel"), width
         if p is page:
             p.evaluate("() => document.documentElement.setAttribute('data-theme', 'dark')")
-            assert not p.evaluate(axe), f"{width}, dark"
-        unnamed = p.evaluate("""() => [...document.querySelectorAll('.live-demo[data-live=batch] input,'
-            + '.live-demo[data-live=batch] button, .live-demo[data-live=batch] select, .why-panel button')]
-            .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
-            .map(e => e.outerHTML.slice(0, 80))""")
-        assert not unnamed, width
-    cut = page.evaluate("() => [...document.querySelectorAll('.live-demo')].filter(d => d.scrollWidth > d.clientWidth + 1"
-                        " || d.getBoundingClientRect().right > innerWidth + 1).map(d => d.dataset.live)")
-    assert not cut, f"cut at 390 px: {cut}"
+            assert not axe_problems(p, ".live-demo[data-live=batch]", ".why-panel"), f"{width}, dark"
+        assert not unnamed(p, ".live-demo[data-live=batch] input, .live-demo[data-live=batch] button,"
+                              " .live-demo[data-live=batch] select, .why-panel button"), width
+    assert not cut_demos(page), "cut at 390 px"
     small = page.evaluate("() => [...document.querySelectorAll('.live-demo[data-live=batch] *, .why-panel *')].filter(e =>"
                           " e.childNodes.length && [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())"
                           " && parseFloat(getComputedStyle(e).fontSize) < 10).length")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 
 FIXTURE = "notebooks/live-fixture.html"
@@ -32,26 +33,12 @@ DEMOS = """
 ARTICLE = re.compile(r'(<article class="bd-article">).*?(</article>)', re.S)
 
 
-def _link_tree(source: Path, target: Path) -> None:
-    """``target`` holds a link to every file under ``source``, in the same folders."""
-    for folder, _, names in os.walk(source):
-        here = target / Path(folder).relative_to(source)
-        here.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            os.symlink(Path(folder) / name, here / name)
-
-
 def mirror(book: Path, target: Path) -> Path:
     """A copy of the built book at ``target`` (links), with `FIXTURE` added; returns ``target``."""
     if not (book / "live" / "manifest.json").is_file():
         raise FileNotFoundError(f"{book}: no live/manifest.json in the built book (make book builds it with "
                                 "make live first)")
-    target.mkdir(parents=True, exist_ok=True)
-    for entry in book.iterdir():
-        if entry.name in ("live", "notebooks"):
-            _link_tree(entry, target / entry.name)
-        else:
-            os.symlink(entry, target / entry.name)
+    shutil.copytree(book, target, copy_function=os.symlink, dirs_exist_ok=True)  # a link for each file
     page = (book / TEMPLATE).read_text(encoding="utf-8")
     if not ARTICLE.search(page):
         raise ValueError(f"{book / TEMPLATE}: no <article class=\"bd-article\"> to put the demos in")
@@ -59,19 +46,3 @@ def mirror(book: Path, target: Path) -> Path:
                                   encoding="utf-8")
     return target
 
-
-def replace_file(site: Path, rel: str, data: bytes | None) -> None:
-    """Put ``data`` at ``site/rel`` in place of the link there (None: leave the file out)."""
-    path = site / rel
-    if path.is_symlink() or path.exists():
-        path.unlink()
-    if data is not None:
-        path.write_bytes(data)
-
-
-def restore_file(book: Path, site: Path, rel: str) -> None:
-    """The link to the built book's file again."""
-    path = site / rel
-    if path.is_symlink() or path.exists():
-        path.unlink()
-    os.symlink(book / rel, path)
