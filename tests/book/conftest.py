@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,6 @@ from tests.book.live_helpers import DESKTOP, Session
 from tools.book import browser as chrome, live_page
 
 LEFT_OUT = pytest.StashKey[set]()  # the browser modules a folder run left out
-FINDINGS = pytest.StashKey[tuple]()  # (the findings file, every page's result), set by test_browser.py
 BROWSER_MODULES = {"test_browser.py": "make checked-book or make browser",
                    "test_live*.py": "make checked-book or make live-check"}
 
@@ -37,9 +35,6 @@ def pytest_addoption(parser):
                     help="check only these pages, paths relative to the book, space- or comma-separated")
     group.addoption("--screenshots", default=None, metavar="DIR",
                     help="write a desktop and a phone screenshot of every page here (make browser)")
-    group.addoption("--findings", default=None, metavar="FILE",
-                    help="write every problem found, by rule and page (default: beside the book, "
-                         "browser-check.txt)")
 
 
 def pytest_ignore_collect(collection_path: Path, config):
@@ -58,13 +53,6 @@ def pytest_ignore_collect(collection_path: Path, config):
 def pytest_terminal_summary(terminalreporter, config):
     for name in sorted(config.stash.get(LEFT_OUT, ())):
         terminalreporter.write_line(f"tests/book/{name} not run here: it drives a browser ({BROWSER_MODULES[name]})")
-    found = config.stash.get(FINDINGS, None)
-    if found:
-        path, results = found
-        counts = Counter(p.rule for result in results.values() for p in result.problems)
-        terminalreporter.write_line(
-            f"browser check: {len(results)} pages, problems by rule: "
-            + (", ".join(f"{rule} {n}" for rule, n in sorted(counts.items())) or "none") + f"; all of them in {path}")
 
 
 # ---- the browser (pytest-playwright) -------------------------------------------------------
