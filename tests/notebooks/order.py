@@ -214,12 +214,11 @@ def uses(book: Book, entries: list[Entry]) -> list[Use]:
                 links = frozenset(resolve(page, t) for t in re.findall(f"{MARK}([^{MARK}]*){MARK}", paragraph))
                 paragraph = re.sub(f"{MARK}[^{MARK}]*{MARK}", " ", paragraph)
                 seen: set[str] = set()
-                for display, target in ROLE.findall(paragraph):
-                    entry = by_name.get(role_target(display, target))
+                for role in ROLE.finditer(paragraph):
+                    entry = by_name.get(role_target(*role.groups()))
                     if entry is not None and entry.name not in seen:
                         seen.add(entry.name)
-                        role = f"{{term}}`{display}{' <' + target + '>' if target else ''}`"
-                        found.append(Use(page, i, entry.name, role, links))
+                        found.append(Use(page, i, entry.name, role.group(0), links))
                 plain = ROLE.sub(" ", paragraph)
                 for entry in (e for e in entries if e.name not in seen):
                     everyday = EVERYDAY.get(entry.name)
@@ -233,8 +232,7 @@ def uses(book: Book, entries: list[Entry]) -> list[Use]:
 # ---- the rules ------------------------------------------------------------------------------------
 
 def pointer_problems(book: Book, entries: list[Entry], used: set[tuple[str, str]]) -> list[str]:
-    """Each entry names a page of the contents that teaches it, with the lesson's right number, and that
-    page uses it (`used`: (page, entry) pairs)."""
+    """The glossary's rules of the module's docstring; `used`: the (page, entry) pairs of every use."""
     problems = []
     for entry in entries:
         if entry.taught_in is None:
