@@ -209,8 +209,7 @@ def test_figure_text_is_at_least_the_floor_at_100_dpi(path):
 
 
 def test_every_stored_figure_draws_its_text_at_the_floor_or_more(path):
-    """Measured in the stored figures (cells' PNGs as setup() records them, sliders' figures), so legends,
-    annotations and log-axis exponents (drawn at 0.7 of the tick labels) count too; code alone cannot show those."""
+    """As setup() records it in the stored PNGs and sliders' figures: legends and log-axis exponents count too."""
     nb = load(path)
     found = [(f"cell {i}", smallest_text_pt(base64.b64decode("".join(out["data"]["image/png"]))))
              for i, cell in code_cells(nb) for out in cell["outputs"] if "image/png" in out.get("data", {})]

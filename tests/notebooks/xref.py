@@ -47,11 +47,6 @@ def read_texts(book: Book) -> list[Text]:
     return lessons + [Text(f"{page}.md", None, text) for page, text in book.pages.items()]
 
 
-def labels(texts: list[Text]) -> dict[str, int | None]:
-    """label -> the lesson that defines it (None: a book page)."""
-    return {m["label"]: t.lesson for t in texts for m in LABEL.finditer(t.text)}
-
-
 def sentences(text: str) -> list[str]:
     """The text without code, cut into sentences (a blank line also ends one)."""
     return [s.strip() for s in SENTENCE_END.split(CODE.sub(" ", text)) if s.strip()]
@@ -70,7 +65,7 @@ def claims(sentence: str, defined: dict[str, int | None]) -> list[tuple[int, str
 
 def problems(texts: list[Text]) -> list[str]:
     """Every claim of a sentence about another lesson without a {ref} to a label in that lesson."""
-    defined = labels(texts)
+    defined = {m["label"]: t.lesson for t in texts for m in LABEL.finditer(t.text)}  # -> its lesson (None: a page)
     out = []
     for t in texts:
         for sentence in sentences(t.text):

@@ -10,10 +10,8 @@ from __future__ import annotations
 import time
 from queue import Empty
 
-SLICE_S = 1.0
 
-
-def poll_in_slices(kc, every: float = SLICE_S) -> None:
+def poll_in_slices(kc, every: float = 1.0) -> None:
     """Make ``kc``'s shell and IOPub ``get_msg`` (an asynchronous jupyter_client client's) wait at
     most ``every`` seconds at a time, until the caller's own timeout. Idempotent."""
     for channel in (kc.shell_channel, kc.iopub_channel):

@@ -1,7 +1,5 @@
-"""make lesson (tools/notebooks/lesson.py): a new lesson that keeps the mechanical rules of README.md's "Writing a
-lesson" before a word of it is written: the lesson rules of tests/notebooks/test_rules.py, the install
-cell, its _toc.yml line in course order, its exercises module and CASES row passing
-tests/classroom/test_exercises.py's rules, and no spread to measure (it prints no number)."""
+"""make lesson (tools/notebooks/lesson.py): a new lesson keeps the mechanical rules of README.md's "Writing a
+lesson" (test_rules.py's, the install cell, _toc.yml, test_exercises.py's, no spread) before a word is written."""
 
 from __future__ import annotations
 
