@@ -1,26 +1,15 @@
 """The order of ideas: no lesson uses a term or a metric that only a later page teaches.
 
-"Teaches": every entry of book/glossary.md ends with one sentence naming the page that teaches it,
-``Taught in {doc}`lesson 3 <../notebooks/03_infonce>`.`` (or a reference page, ``{doc}`Scaling out
-<scaling>```). To move a term earlier, explain it in the earlier lesson and change its sentence.
+Each entry of book/glossary.md ends by naming the page that teaches it: ``Taught in {doc}`lesson 3
+<../notebooks/03_infonce>`.`` (or a reference page). A lesson uses an entry through a ``{term}`` role or
+a plain form of it in its markdown (case and plural ignored): its names, the text of the lessons' roles
+pointing at it, `FORMS`, a metric's family (`METRICS`). Left out: code, URLs, glue and reference
+targets, a link's text that only names a page, the "## Next" section and the `EVERYDAY` senses.
 
-"Uses": a lesson's prose (its markdown cells) has a ``{term}`` role for the entry, or one of its
-forms in plain text, case and plural ignored: the entry's names, the text of every ``{term}`` role
-pointing at it in the lessons, its ``FORMS``, and for a metric its family (``MRR@10`` and ``MRR``
-are the entry MRR@k). Left out first: code blocks, URLs, glue and reference targets, a link's or a
-section reference's text that only names a page (every word of it in the page's title), the
-"## Next" section (a preview), and the everyday senses of ``EVERYDAY`` ("a negative slope").
-
-The rules (``check``), by lesson:
-
-1. A lesson uses an entry taught by a later lesson.
-2. A lesson uses an entry taught on a reference page, in a paragraph that does not link to it.
-3. A lesson's "What to know first" names a page later than itself (a link, or "lesson N").
-4. A ``{term}`` role names no entry.
-
-and, under "book/glossary", an entry that names no page of _toc.yml, calls a lesson by another
-number than the contents give it ("lesson 3"), or whose page never uses it.
-``python -m tests.notebooks.order`` prints them all.
+`check` reports, by lesson: an entry taught by a later lesson, or on a reference page in a paragraph
+that does not link there; a "What to know first" naming a later page; a ``{term}`` naming no entry;
+and, under "book/glossary", an entry naming no page of _toc.yml, the wrong lesson number, or a page
+that never uses it. ``python -m tests.notebooks.order`` prints them all.
 """
 
 from __future__ import annotations
@@ -225,12 +214,11 @@ def uses(book: Book, entries: list[Entry]) -> list[Use]:
                 links = frozenset(resolve(page, t) for t in re.findall(f"{MARK}([^{MARK}]*){MARK}", paragraph))
                 paragraph = re.sub(f"{MARK}[^{MARK}]*{MARK}", " ", paragraph)
                 seen: set[str] = set()
-                for display, target in ROLE.findall(paragraph):
-                    entry = by_name.get(role_target(display, target))
+                for role in ROLE.finditer(paragraph):
+                    entry = by_name.get(role_target(*role.groups()))
                     if entry is not None and entry.name not in seen:
                         seen.add(entry.name)
-                        role = f"{{term}}`{display}{' <' + target + '>' if target else ''}`"
-                        found.append(Use(page, i, entry.name, role, links))
+                        found.append(Use(page, i, entry.name, role.group(0), links))
                 plain = ROLE.sub(" ", paragraph)
                 for entry in (e for e in entries if e.name not in seen):
                     everyday = EVERYDAY.get(entry.name)
@@ -244,8 +232,7 @@ def uses(book: Book, entries: list[Entry]) -> list[Use]:
 # ---- the rules ------------------------------------------------------------------------------------
 
 def pointer_problems(book: Book, entries: list[Entry], used: set[tuple[str, str]]) -> list[str]:
-    """Each entry names a page of the contents that teaches it, with the lesson's right number, and that
-    page uses it (`used`: (page, entry) pairs)."""
+    """The glossary's rules of the module's docstring; `used`: the (page, entry) pairs of every use."""
     problems = []
     for entry in entries:
         if entry.taught_in is None:

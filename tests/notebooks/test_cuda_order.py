@@ -1,7 +1,5 @@
-"""GPU runtimes, rehearsed on the CPU: every lesson makes its CUDA settings (a deterministic cuBLAS
-workspace, TF32 off) in its second code cell, through setup(), and nothing starts CUDA before
-them. tools/platforms/cuda_rehearsal.py runs each lesson's first two code cells with torch.cuda
-mocked as a GPU machine and records every way into CUDA."""
+"""GPU runtimes, rehearsed on the CPU (tools/platforms/cuda_rehearsal.py): every lesson's second code cell
+makes its CUDA settings through setup(), and nothing starts CUDA before them."""
 
 from __future__ import annotations
 
@@ -9,15 +7,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 
+from tests.notebooks.test_rules import NOTEBOOKS, ROOT
 from tools.platforms.cuda_rehearsal import problems
 
-ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 INSTALL = "# the install cell: nothing here\nimport sys\n"
 TOO_EARLY = ("import torch\nfrom labs.classroom.setup import setup\n"
              "x = torch.ones(2, device='cuda')  # a model moved to the GPU before setup()\nglue = setup(0)\n")

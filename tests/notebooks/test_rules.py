@@ -20,7 +20,7 @@ from PIL.PngImagePlugin import PngInfo
 
 from labs.classroom.figures import TEXT_KEY
 from tests.notebooks.order import toc_order
-from tools.book.browser import FIGURE_MIN_PT, smallest_text_pt
+from tools.book.browser import AUTHOR_NOTES, FIGURE_MIN_PT, smallest_text_pt
 from tools.book.widget_state import live_sliders, stored_figure
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,9 +28,6 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 IGNORE_TAG = "nbval-ignore-output"  # widgets and timings only; a tag, so no marker shows on the page
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 MAX_CELLS, MAX_WORDS = 45, 4000  # a lesson is read in one sitting, about 40 minutes
-# What a reader must never see: markers for the tools, and notes from writing the book.
-AUTHOR_NOTES = re.compile(r"NBVAL_|# *noqa|source lesson|seed 00\d|earlier version of this page|chapter this lab "
-                          r"follows|helpers' jobs|\bTODO\b|\bFIXME\b|\bissue \d+\b", re.I)
 DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e-?\d+)?(?![\w.])")
 # Float bits differ from CPU to CPU: a hash of an array or of weights holds on no other machine.
 FLOAT_DIGEST = re.compile(r"\.(npy|npz|safetensors|pt|pth|bin)\b[^\n]{0,40}?\b[0-9a-f]{8,}")
@@ -157,9 +154,11 @@ def test_a_lesson_is_read_in_one_sitting(path):
 
 
 def test_nothing_from_writing_the_book_is_on_the_page(path):
+    """The browser check's author notes (tools/book/browser.py), here in the cells and their outputs."""
     for i, cell in enumerate(load(path)["cells"]):
-        hit = AUTHOR_NOTES.search(source(cell) + "\n" + printed(cell.get("outputs", [])))
-        assert not hit, f"{path.name} cell {i} shows {hit.group(0)!r}: readers never see how the book was made"
+        for what, pattern in AUTHOR_NOTES:
+            hit = pattern.search(source(cell) + "\n" + printed(cell.get("outputs", [])))
+            assert not hit, f"{path.name} cell {i} shows {what} {hit.group(0)!r}: readers never see how it was made"
 
 
 def exercise_cells(nb: dict) -> list[int]:
@@ -210,8 +209,7 @@ def test_figure_text_is_at_least_the_floor_at_100_dpi(path):
 
 
 def test_every_stored_figure_draws_its_text_at_the_floor_or_more(path):
-    """Measured in the stored figures (cells' PNGs as setup() records them, sliders' figures), so legends,
-    annotations and log-axis exponents (drawn at 0.7 of the tick labels) count too; code alone cannot show those."""
+    """As setup() records it in the stored PNGs and sliders' figures: legends and log-axis exponents count too."""
     nb = load(path)
     found = [(f"cell {i}", smallest_text_pt(base64.b64decode("".join(out["data"]["image/png"]))))
              for i, cell in code_cells(nb) for out in cell["outputs"] if "image/png" in out.get("data", {})]
@@ -224,10 +222,10 @@ def test_every_stored_figure_draws_its_text_at_the_floor_or_more(path):
                          "the notebook again (labs' setup() records them)")
 
 
-def exercise_problems(cells: list[dict], name: str) -> list[str]:
+def test_exercise_cells_read_on_a_phone_and_hide_their_checks_output(path):
     """Each exercise cell (the code the reader edits, or the cell that calls a check_*): its lines fit a
     phone, the prose above names what to replace, and a check's cell hides its stored output."""
-    problems = []
+    cells, name, problems = load(path)["cells"], path.name, []
     edited = exercise_cells({"cells": cells})
     for i, cell in code_cells({"cells": cells}):
         src, edits, checks = source(cell), i in edited, bool(CHECK_CALL.search(source(cell)))
@@ -244,11 +242,6 @@ def exercise_problems(cells: list[dict], name: str) -> list[str]:
             if not any(f"`{n}`" in above for n in names):
                 problems.append(f"{name} cell {i}: the prose above does not say what to put where (name "
                                 f"{' or '.join(f'`{n}`' for n in sorted(names))} in the cell above)")
-    return problems
-
-
-def test_exercise_cells_read_on_a_phone_and_hide_their_checks_output(path):
-    problems = exercise_problems(load(path)["cells"], path.name)
     assert not problems, "\n".join(problems)
 
 

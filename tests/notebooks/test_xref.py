@@ -3,6 +3,8 @@ constructed texts, to show that it can fail (erratum 1's sentence among them).""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.notebooks.order import read_book
 from tests.notebooks.xref import Text, claims, problems, read_texts, sentences
 
@@ -15,25 +17,23 @@ def test_every_claim_about_a_lesson_points_at_its_label():
 # ---- constructed texts: the rule fails ---------------------------------------------------------------
 
 LESSON_7 = Text("notebooks/07_x.ipynb cell 1", 7, "(sec-accumulation)=\n**Practice 3.** A colleague accumulates.")
+LESSON_9 = Text("notebooks/09_x.ipynb cell 2", 9, "(sec-clip-loss)=\n## The formula")
+ERRATUM_1 = ("$-8$, not $-4$: `.backward()` *adds* to `.grad`. That is on purpose (lesson 7 adds up the\n"
+             "gradients of several small batches to imitate one big batch), but it means every training loop\n"
+             "clears the gradients before each step.")
 
 
-def test_erratum_1_s_original_sentence_fails():
-    """The sentence that said lesson 7 imitates a big batch by adding gradients, with no label to hold it."""
-    old = Text("notebooks/02_x.ipynb cell 13", 2,
-               "$-8$, not $-4$: `.backward()` *adds* to `.grad`. That is on purpose (lesson 7 adds up the\n"
-               "gradients of several small batches to imitate one big batch), but it means every training loop\n"
-               "clears the gradients before each step.")
-    found = problems([LESSON_7, old])
-    assert len(found) == 1 and "'lesson 7 adds' claims something of lesson 7" in found[0]
-    held = Text(old.where, 2, old.text.replace("(lesson 7 adds up", "({ref}`lesson 7 adds <sec-accumulation>` up"))
-    assert problems([LESSON_7, held]) == []
-
-
-def test_a_reference_to_another_lesson_s_label_does_not_hold_the_claim():
-    other = Text("notebooks/09_x.ipynb cell 2", 9, "(sec-clip-loss)=\n## The formula")
-    wrong = Text("book/page.md", None, "As {ref}`lesson 7 shows <sec-clip-loss>`, accumulation is not a big batch.")
-    found = problems([LESSON_7, other, wrong])
-    assert len(found) == 1 and "lesson 7" in found[0]
+@pytest.mark.parametrize("text, said", [
+    (Text("notebooks/02_x.ipynb cell 13", 2, ERRATUM_1), "'lesson 7 adds' claims something of lesson 7"),
+    (Text("notebooks/02_x.ipynb cell 13", 2,
+          ERRATUM_1.replace("(lesson 7 adds up", "({ref}`lesson 7 adds <sec-accumulation>` up")), None),
+    # a reference to another lesson's label does not hold the claim
+    (Text("book/page.md", None, "As {ref}`lesson 7 shows <sec-clip-loss>`, accumulation is not a big batch."),
+     "lesson 7"),
+], ids=["erratum-1", "erratum-1-held", "another-lesson-s-label"])
+def test_a_claim_holds_only_with_a_ref_to_a_label_of_its_lesson(text, said):
+    found = problems([LESSON_7, LESSON_9, text])
+    assert found == [] if said is None else len(found) == 1 and said in found[0], found
 
 
 def test_links_docs_and_plain_refs_are_mentions():

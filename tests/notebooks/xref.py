@@ -1,20 +1,11 @@
 """Cross-references held like numbers: "lesson N shows X" must point at the cell of lesson N that does.
 
-A sentence saying another lesson shows, does or teaches something is a claim about that lesson,
-and such claims drift when lessons change. So the sentence carries a ``{ref}`` to a MyST target
-in one of lesson N's markdown cells, a line of its own before the paragraph or heading it names,
-
-    (sec-accumulation)=
-
-and links to it: ``{ref}`lesson 7 shows <sec-accumulation>``` or ``{ref}`sec-accumulation```.
-Sphinx (``-W -n`` in ``make book``) fails on a label that is missing or defined twice; this module
-checks that the label is in the lesson the sentence names.
-
-A claim (`CLAIM`) is a mention of a lesson ("lesson 7", a link ``[Fine-tuning](07_finetuning.ipynb)``,
-``{doc}`...<../notebooks/07_finetuning>```, or a ``{ref}`` to a label in lesson 7) followed by one
-of the `VERBS` ("lesson 7 shows"). The rule (`problems`): a claim about lesson N has, in its
-sentence, a ``{ref}`` to a label defined in lesson N. Scope: the lessons' markdown cells and the
-book's pages, code left out. ``python -m tests.notebooks.xref`` prints every problem.
+A claim (`CLAIM`) is a mention of a lesson ("lesson 7", a link or ``{doc}`` to 07_..., or a ``{ref}``
+to a label in lesson 7) followed by one of the `VERBS`. Its sentence must carry a ``{ref}`` to a MyST
+label, ``(sec-accumulation)=``, defined in that lesson's markdown: ``{ref}`lesson 7 shows
+<sec-accumulation>```. Sphinx (``-W -n``) fails on a label missing or defined twice; `problems` checks
+that it is in the lesson named, over the lessons' markdown and the book's pages, code left out.
+``python -m tests.notebooks.xref`` prints every problem.
 """
 
 from __future__ import annotations
@@ -56,11 +47,6 @@ def read_texts(book: Book) -> list[Text]:
     return lessons + [Text(f"{page}.md", None, text) for page, text in book.pages.items()]
 
 
-def labels(texts: list[Text]) -> dict[str, int | None]:
-    """label -> the lesson that defines it (None: a book page)."""
-    return {m["label"]: t.lesson for t in texts for m in LABEL.finditer(t.text)}
-
-
 def sentences(text: str) -> list[str]:
     """The text without code, cut into sentences (a blank line also ends one)."""
     return [s.strip() for s in SENTENCE_END.split(CODE.sub(" ", text)) if s.strip()]
@@ -79,7 +65,7 @@ def claims(sentence: str, defined: dict[str, int | None]) -> list[tuple[int, str
 
 def problems(texts: list[Text]) -> list[str]:
     """Every claim of a sentence about another lesson without a {ref} to a label in that lesson."""
-    defined = labels(texts)
+    defined = {m["label"]: t.lesson for t in texts for m in LABEL.finditer(t.text)}  # -> its lesson (None: a page)
     out = []
     for t in texts:
         for sentence in sentences(t.text):

@@ -2,10 +2,9 @@
 
     python -m tools.notebooks.budget LOG JUNIT_XML README
 
-LOG is what `make test` printed: each part ends with a line from bash's ``time`` (the Makefile's
-TIME: ``time unit: 101.2 s wall, 95.1 s user, 3.2 s system``). JUNIT_XML is pytest's JUnit report
-of the nbval run: each cell's time, summed by notebook. The table, with the date, the machine and
-its load, replaces what stands between README's two BUDGET markers.
+LOG is what `make test` printed, each part ending with the Makefile's TIME line (``time unit: 101.2 s
+wall, 95.1 s user, 3.2 s system``); JUNIT_XML is nbval's JUnit report, summed by notebook. The table
+replaces what stands between README's two budget markers.
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ from pathlib import Path
 BEGIN, END = "<!-- budget: written by make budget (tools/notebooks/budget.py), not by hand -->", "<!-- /budget -->"
 LINE = re.compile(r"^time (?P<part>[\w.-]+): (?P<wall>[\d.]+) s wall, (?P<user>[\d.]+) s user, "
                   r"(?P<system>[\d.]+) s system$", re.MULTILINE)
-#: make test and its steps (the Makefile's test-steps): a log without a time line for each is not a whole run
-#: (``make -n budget`` runs the recursive makes as a dry run and prints only the outer lines).
+#: make test and its steps: a log without a time line for each (``make -n budget``: the outer lines only) is
+#: not a whole run.
 STEPS = ("test", "setup", "unit", "e2e", "nbval", "checked-book")
 BUDGETS = {"test": 600, "notebook": 60}  # seconds: make test on a 2-core machine; a notebook under nbval
 WHY = {"test": "the whole run (its parts run side by side)", "setup": "the environment, the npm assets",

@@ -1,8 +1,7 @@
 """Re-execute notebooks in place, keeping widget state: `make outputs`.
 
-Each notebook runs top to bottom in a fresh kernel from its own folder; its file is replaced only
-when every cell ran. Widget state goes into the notebook's metadata, so the HTML book shows the
-sliders without a kernel.
+Each notebook runs in a fresh kernel from its own folder; its file is replaced only when every cell
+ran. Widget state goes into its metadata, so the HTML book shows the sliders without a kernel.
 
 Usage: python -m tools.notebooks.execute notebooks/*.ipynb
 """

@@ -1,10 +1,8 @@
 """The first code cell of every lesson: on Colab, it installs the course. One text, kept here.
 
 The cell runs before `labs` is installed, so its text (``TEMPLATE``) cannot live in the package. It
-installs from ``repository.url`` in ``_config.yml`` (the URL the book's launch buttons use), or from
-``COURSE_SOURCE`` (``make colab-twin`` installs the checkout through the same cell). pip adds what
-Colab lacks and keeps what it has (the package's ranges admit Colab's versions); were it to replace
-a package the session had already imported, the cell says in one line to restart the session.
+installs from ``_config.yml``'s ``repository.url`` or from ``COURSE_SOURCE`` (``make colab-twin``), and
+asks in one line for a restart only if pip replaced a package the session had already imported.
 
     python -m tools.notebooks.install_cell            # which notebooks differ (exit 1 if any)
     python -m tools.notebooks.install_cell --apply    # write the cell into every notebook
@@ -80,7 +78,7 @@ def apply(path: Path, text: str) -> bool:
     nb = nbformat.read(path, as_version=4)
     cell = first_code_cell(nb)
     if cell is None:
-        raise ValueError(f"{path.name}: no code cell to replace; add one first (the install cell)")
+        raise SystemExit(f"{path.name}: no code cell to replace; add one first (the install cell)")
     if cell.source == text and cell.metadata.get("tags") == TAGS:
         return False
     cell.source, cell.metadata["tags"] = text, list(TAGS)
@@ -96,11 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     paths = args.notebooks or sorted(NOTEBOOKS.glob("*.ipynb"))
     text = cell_text()
     if args.apply:
-        try:
-            for path in paths:
-                print(f"{path.name}: {'install cell written' if apply(path, text) else 'already the install cell'}")
-        except ValueError as err:  # a notebook without a code cell
-            raise SystemExit(str(err)) from None
+        for path in paths:
+            print(f"{path.name}: {'install cell written' if apply(path, text) else 'already the install cell'}")
         return 0
     found = [problem for path in paths for problem in problems(path, text)]
     print("\n".join(found) or f"{len(paths)} notebooks: the first code cell is the install cell ({repository_url()})")

@@ -1,10 +1,8 @@
 """A kernel client that never sleeps through a message: `poll_in_slices(kc)`.
 
-pyzmq's asyncio poll can miss the wake-up of a message (the socket's descriptor is edge-triggered,
-and a send on the same socket can consume the edge): jupyter_client's ``get_msg(timeout=T)`` then
-sleeps the whole ``T`` before it finds the message, so nbclient waits a cell's whole timeout for a
-reply that came at once. Waiting in slices of a second, looking at the socket afresh after each,
-makes a missed wake-up cost at most a second; what a caller gets is unchanged.
+pyzmq's asyncio poll can miss a message's wake-up (an edge-triggered descriptor whose edge a send
+can consume): ``get_msg(timeout=T)`` then sleeps the whole ``T``, a cell's whole timeout in nbclient.
+Waiting in slices of a second caps a missed wake-up at a second; what a caller gets is unchanged.
 """
 
 from __future__ import annotations
@@ -12,10 +10,8 @@ from __future__ import annotations
 import time
 from queue import Empty
 
-SLICE_S = 1.0
 
-
-def poll_in_slices(kc, every: float = SLICE_S) -> None:
+def poll_in_slices(kc, every: float = 1.0) -> None:
     """Make ``kc``'s shell and IOPub ``get_msg`` (an asynchronous jupyter_client client's) wait at
     most ``every`` seconds at a time, until the caller's own timeout. Idempotent."""
     for channel in (kc.shell_channel, kc.iopub_channel):

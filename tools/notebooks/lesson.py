@@ -2,14 +2,10 @@
 
     python -m tools.notebooks.lesson NAME [--title "A title"]
 
-Writes notebooks/NN_NAME.ipynb (NN one past the last lesson): the title cell, the install cell, the
-setup cell, then the sections in the course's order with the practice exercise, each saying what
-goes there. Beside it: its line in _toc.yml after the last lesson, its answer checks in
-labs/classroom/exercises/NAME.py (one check to rewrite) and that check's row in the CASES of
-tests/classroom/test_exercises.py. Then it runs the notebook once, so every code cell has its stored
-output; it prints no number, so it needs no measured spread until it does. A name already taken, or
-one that is not lower_case words, is refused and nothing is written. README.md, "Writing a lesson",
-says what each part holds and which test holds it.
+Writes notebooks/NN_NAME.ipynb (NN one past the last lesson: title, install cell, setup cell, the
+sections in the course's order with a practice exercise), its _toc.yml line, labs/classroom/exercises/
+NAME.py with one check to rewrite and that check's CASES row, then runs the notebook once. A name taken
+or not lower_case words is refused and nothing is written. README.md, "Writing a lesson", says the rest.
 """
 
 from __future__ import annotations
@@ -96,9 +92,8 @@ AFTER_PRACTICE = [
 ]
 
 
-def title_cell(title: str, previous: Path | None) -> str:
-    know = (f"[{previous.stem[3:].replace('_', ' ').capitalize()}]({previous.name})" if previous
-            else "Python and NumPy arrays")
+def title_cell(title: str, previous: Path) -> str:
+    know = f"[{previous.stem[3:].replace('_', ' ').capitalize()}]({previous.name})"
     return (f"# {title}\n\n**The promise:** by the end of this page you can write here what the reader will "
             "be able to do.\n\n*About 30 minutes to read and run.*\n\n**Learning goals**\n\n"
             "- Write here one thing the reader will be able to do.\n\n"
@@ -115,22 +110,18 @@ def scaffold(name: str, title: str | None = None, root: Path = ROOT) -> Path:
     taken = [p for p in existing if p.stem[3:] == name] + ([checks] if checks.exists() else [])
     if taken:
         raise SystemExit(f"NAME={name}: {taken[0].relative_to(root)} exists already")
-    number = int(existing[-1].name[:2]) + 1 if existing else 1
+    number = int(existing[-1].name[:2]) + 1
     path = root / "notebooks" / f"{number:02d}_{name}.ipynb"
     toc = root / "_toc.yml"
     text = toc.read_text(encoding="utf-8")
     last = list(re.finditer(r"^(\s*- file: notebooks/)\S+\n", text, re.M))
-    if not last:
-        raise SystemExit(f"{toc}: no '- file: notebooks/...' line to put the lesson after")
     cases = (root / CASES).read_text(encoding="utf-8")
     end = re.search(r"^CASES = \{\n.*?^\}\n", cases, re.M | re.S)
-    if not end:
-        raise SystemExit(f"{CASES}: no 'CASES = {{' ... '}}' to add the check's row to")
     title = title or name.replace("_", " ").capitalize()
     line = f"{last[-1].group(1)}{path.stem}\n"
     practice, attempt, solution = (cell.format(name=name) for cell in PRACTICE)
     nb = new_notebook(cells=[
-        new_markdown_cell(title_cell(title, existing[-1] if existing else None)),
+        new_markdown_cell(title_cell(title, existing[-1])),
         new_code_cell(cell_text(), metadata={"tags": list(TAGS)}),
         new_code_cell(SETUP.format(name=name), metadata={
             "tags": ["hide-input"], "mystnb": {"code_prompt_show": "Show the setup code (imports, setup())"}}),

@@ -1,14 +1,9 @@
 """A GPU runtime rehearsed on the CPU: what each lesson's first two cells do before CUDA starts.
 
-On a GPU, cuBLAS reads ``CUBLAS_WORKSPACE_CONFIG`` (deterministic matmuls) when CUDA starts, and the
-TF32 switches decide how float32 matmuls run from the first one; every lesson makes them in its
-second code cell, through ``labs.classroom.setup.setup()``, after the install cell (no torch).
-
-`rehearse` runs each notebook's first two code cells in this process with ``torch.cuda`` made to look
-like a GPU machine, and records each call of ``torch.cuda._lazy_init`` (what torch calls before any
-CUDA work, from Python and C++) with the cell's line that made it. Between notebooks the settings go
-back to torch's defaults (TF32 on, no workspace), so each lesson must make them itself. `problems`
-says what a result breaks.
+cuBLAS reads ``CUBLAS_WORKSPACE_CONFIG`` when CUDA starts, and the TF32 switches govern float32 matmuls
+from the first one, so each lesson's second code cell makes them through ``setup()``. `rehearse` runs
+those two cells with ``torch.cuda`` faking a GPU, settings reset to torch's defaults per notebook, and
+records each ``torch.cuda._lazy_init`` with the cell line that made it; `problems` says what is wrong.
 
     python -m tools.platforms.cuda_rehearsal notebooks/*.ipynb     # one JSON line per notebook
 """
@@ -79,7 +74,7 @@ def rehearse(paths: list[Path]) -> list[dict]:
         torch.use_deterministic_algorithms(False)
         state.update(cell=None, setup_calls=0, events=[])
         cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-        result = {"notebook": path.name, "cells": min(len(cells), 2), "error": None}
+        result = {"notebook": path.name, "error": None}
         namespace = {"__name__": "__main__"}
         os.chdir(path.parent)
         try:
@@ -104,8 +99,6 @@ def problems(result: dict) -> list[str]:
     """What a rehearsal result says is wrong (an empty list: CUDA would start in a prepared kernel)."""
     name = result["notebook"]
     found = []
-    if result["cells"] < 2:
-        return [f"{name}: fewer than two code cells (the install cell, then the setup cell)"]
     if result["error"]:
         found.append(f"{name}: {result['error']}")
     for e in result["events"]:

@@ -9,16 +9,13 @@ import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from tests.notebooks.test_rules import NOTEBOOKS
 from tools.notebooks import install_cell
 from tools.notebooks.install_cell import DISTRIBUTION, ENV_VAR, RESTART_LINE, cell_text, problems, repository_url
-
-ROOT = Path(__file__).resolve().parents[3]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
