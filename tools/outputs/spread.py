@@ -1,12 +1,10 @@
 """Measure how far each notebook cell's printed numbers move on other CPUs: `make spread` (--help;
-tests/README.md, "Writing a stable output", has the rule this measures for and its commands).
+tests/README.md, "Writing a stable output", has the rule and its commands).
 
-Each notebook runs under nbval as `make nbval` runs it, niced, once per setting: a knob that makes
-this machine pick the kernels another CPU would. This module is also the pytest plugin each run loads
-to record what every cell printed (the notebook is never written, but for --declare's cell metadata).
-Which printed numbers moved, and to what, go into spread.json by notebook, machine, setting and cell
-id, beside the numbers each cell printed; another machine's runs add to it while the cells print the
-numbers measured. check_notebook holds a notebook's tolerances to it (tests/tools/outputs/test_spread.py).
+Each notebook runs under nbval, niced, once per setting: a knob that makes this machine pick the kernels
+another CPU would. What each cell printed is recorded by this module, loaded as a pytest plugin in each run.
+spread.json keeps, by notebook, machine, setting and cell id, the printed numbers that moved and to what,
+beside the numbers each cell printed; check_notebook holds a notebook's tolerances to it.
 """
 
 from __future__ import annotations
@@ -33,6 +31,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tools.notebooks.execute import QUIET_ENV
 from tools.outputs.nbval_tolerance import (
     KEY,
     SANITIZE_FILE,
@@ -74,10 +73,6 @@ SETTINGS: dict[str, dict[str, str]] = {
 # Each run starts without any knob the environment sets, so that it measures its setting alone.
 KNOBS = {k for env in SETTINGS.values() for k in env} | {"MKL_DEBUG_CPU_TYPE", "OPENBLAS_VERBOSE",
                                                         "NUMEXPR_NUM_THREADS"}
-# The quiet, offline environment the Makefile exports.
-QUIET_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-             "TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYTHONHASHSEED": "0",
-             "OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def alt_cpu(makefile: Path = ROOT / "Makefile") -> dict[str, str]:
@@ -438,11 +433,10 @@ def save(measurement: dict, path: Path = MEASUREMENT, root: Path = ROOT) -> None
 
 
 def code_cells(path: Path) -> list:
-    """A notebook's code cells. nbformat gives a 4.5 notebook's cells their own ids as it reads it; an older one's
-    have none, and the measurement keys on them."""
+    """A notebook's code cells, which the measurement keys on their ids (nbformat 4.5 gives every cell one)."""
     cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
     if not all(c.get("id") for c in cells):
-        raise ValueError(f"cells without ids: run make spread SPREAD_ARGS=\"--notebook {path.stem} --add-ids\"")
+        raise ValueError("cells without ids: save it as nbformat 4.5 (nbformat.v4.upgrade, or Jupyter)")
     return cells
 
 
@@ -497,6 +491,7 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
 
 
 def report(notebooks: list[Path], measurement: dict) -> None:
+    """Where each notebook was measured, the cells whose code changed since, and what breaks the rule."""
     for path in notebooks:
         name = path.relative_to(ROOT).as_posix()
         measured = measurement["notebooks"].get(name)
@@ -506,30 +501,24 @@ def report(notebooks: list[Path], measurement: dict) -> None:
         machines = ", ".join(f"{m} ({len(runs)} settings)" for m, runs in sorted(measured["machines"].items()))
         print(f"{name}: measured on {machines}")
         now = records(path)
-        for cid, info in sorted(measured["cells"].items(), key=lambda kv: kv[1]["index"]):
+        for cid, info in measured["cells"].items():
             if cid in now and now[cid]["source"] != info.get("source") and now[cid]["numbers"] == info.get("numbers"):
                 print(f"  cell {now[cid]['index']} (id {cid}): its code changed since it was measured; "
                       f"it prints the numbers measured")
-            moves = moves_of(measured, cid)
-            if moves:
-                print(f"  cell {info['index']} (id {cid}): {moved_summary(moves)}")
-            for what in ("changed", "errors"):
-                under = sorted(found_in(measured, what, cid))
-                if under:
-                    print(f"  cell {info['index']} (id {cid}): {what} under {', '.join(under)}")
+        for problem in check_notebook(path, measurement, ROOT):
+            print(f"  {problem}")
 
 
 def declare(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
-    """Write each cell's tolerance from the measurement into the notebook, cell metadata only: a
-    declaration that fits the measured moves is kept, one that does not is replaced, one on a
-    cell that never moved is removed. Returns what it did and what is left to fix by hand."""
+    """Write each cell's tolerance from the measurement into the notebook's cell metadata: one that fits
+    the measured moves is kept, one that does not is replaced, one on a cell that never moved is removed."""
     name = path.resolve().relative_to(root.resolve()).as_posix()
     measured = measurement["notebooks"].get(name)
     if measured is None or not same_numbers(measured.get("cells", {}), records(path)):
         return [f"{name}: no current measurement to declare from: "
                 f"run make spread SPREAD_ARGS=\"--notebook {path.stem}\""]
     nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
-    notes, changed = [], False
+    notes = []  # one per cell changed
     for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
         where = f"{name}, cell {i} (id {cell.id})"
         moves = [] if ignored(cell) else moves_of(measured, cell.id)
@@ -546,20 +535,11 @@ def declare(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
             else:
                 cell.metadata[KEY] = proposed.as_metadata()
                 notes.append(f"{where}: declared {proposed}" + (f" (was {current})" if current else ""))
-            changed = True
-        notes += [f"{where}: to fix by hand: {p}" for p in check_cell(cell, measured)]
-    if changed:  # written beside it, then moved into place: an interrupted run leaves the notebook as it was
+    if notes:  # written beside it, then moved into place: an interrupted run leaves the notebook as it was
         tmp = path.with_name(f".{path.name}.declare")
         nbformat.write(nb, str(tmp))
         os.replace(tmp, path)
     return notes
-
-
-def add_ids(path: Path) -> None:
-    """Give every cell its own id: nbformat writes a 4.5 notebook with missing or repeated ids repaired."""
-    nb = nbformat.read(path, as_version=4)
-    nb.nbformat_minor = max(nb.nbformat_minor, 5)
-    nbformat.write(nb, str(path))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -567,24 +547,15 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notebook", action="append", default=[], metavar="NAME",
                         help="a notebook (path, name or the start of its name: 03); repeat for more; default all")
-    parser.add_argument("--settings", default="", metavar="A,B", help="comma-separated settings (--list); default all")
+    parser.add_argument("--settings", default="", metavar="A,B",
+                        help=f"comma-separated settings, of {', '.join(SETTINGS)}, nbval-alt; default all")
     parser.add_argument("--no-run", action="store_true", help="run nothing: use the stored measurement")
     parser.add_argument("--declare", action="store_true",
                         help="write each cell's tolerance from the measurement into the notebook (metadata only)")
-    parser.add_argument("--add-ids", action="store_true", help="give cells without an id one (nbformat 4.5), then stop")
-    parser.add_argument("--list", action="store_true", help="list the settings and stop")
     args = parser.parse_args(argv)
 
     every = settings()
-    if args.list:
-        for name, env in every.items():
-            print(f"{name:<18} {' '.join(f'{k}={v}' for k, v in env.items()) or '(this machine as it is)'}")
-        return 0
     notebooks = find_notebooks(args.notebook)
-    if args.add_ids:
-        for path in notebooks:
-            add_ids(path)
-        return 0
     names = [s.strip() for s in args.settings.split(",") if s.strip()] or list(every)
     unknown = [s for s in names if s not in every]
     if unknown:
@@ -602,10 +573,10 @@ def main(argv: list[str] | None = None) -> int:
             print("stopped; the notebooks measured in full are stored")
             return 130
         print(f"measured in {time.perf_counter() - start:.0f} s; stored in {MEASUREMENT.relative_to(ROOT)}")
-    report(notebooks, measurement)
     for path in notebooks if args.declare else []:
         for note in declare(path, measurement):
             print(note)
+    report(notebooks, measurement)  # what is left to fix by hand
     return 1 if failed else 0
 
 
