@@ -288,10 +288,9 @@ def digit_problems(tolerance: Tolerance | None, moves: list[Move]) -> list[str]:
 
 def check_cell(cell, measured: dict | None) -> list[str]:
     """Why a cell breaks the rule under its notebook's measurement (None: none that holds); empty when it holds."""
-    moves, changed, errors = [], {}, {}
-    if measured:
-        moves, changed, errors = (moves_of(measured, cell.id), found_in(measured, "changed", cell.id),
-                                  found_in(measured, "errors", cell.id))
+    measured = measured or {}
+    moves = moves_of(measured, cell.id)
+    changed, errors = (found_in(measured, what, cell.id) for what in ("changed", "errors"))
     problems = []
     if errors:
         problems.append(f"fails under {', '.join(sorted(errors))}: {next(iter(errors.values()))}")
@@ -323,9 +322,7 @@ def check_notebook(path: Path, measurement: dict, root: Path = ROOT) -> list[str
     for i, cell in enumerate(code):
         numbers, entry = printed(cell), measured["cells"].get(cell.id, {})
         if numbers and entry.get("numbers") != numbers:
-            how = (f"prints other numbers than measured ({difference(numbers, entry['numbers'])})" if "numbers" in entry
-                   else f"prints {summary(numbers)}, not measured")
-            problems.append(f"{name}, cell {i} (id {cell.id}) {how}: {again}")
+            problems.append(f"{name}, cell {i} (id {cell.id}) {difference(numbers, entry.get('numbers'))}: {again}")
     if problems:
         return problems
     measuring = any(printed(c) for c in code)  # a notebook printing no number needs no measurement
@@ -341,16 +338,14 @@ def check_notebook(path: Path, measurement: dict, root: Path = ROOT) -> list[str
     return problems
 
 
-def summary(numbers: list[str]) -> str:
-    """`3 numbers (2.45, 0.42, 17)`, the first few."""
-    shown = ", ".join(numbers[:4]) + (", ..." if len(numbers) > 4 else "")
-    return f"{len(numbers)} number{'s' if len(numbers) != 1 else ''} ({shown})"
-
-
-def difference(now: list[str], was: list[str]) -> str:
-    """Where the printed numbers first differ from the measured ones: `number 2 is 2.47, was 2.45`."""
+def difference(now: list[str], was: list[str] | None) -> str:
+    """`prints other numbers than measured (number 2 is 2.47, was 2.45)`; `prints 1 number (300), not measured`."""
+    if was is None:
+        shown = ", ".join(now[:4]) + (", ..." if len(now) > 4 else "")
+        return f"prints {len(now)} number{'s' if len(now) != 1 else ''} ({shown}), not measured"
     k = next((k for k, (a, b) in enumerate(zip(now, was)) if a != b), None)
-    return f"number {k + 1} is {now[k]}, was {was[k]}" if k is not None else f"{len(now)} numbers, were {len(was)}"
+    how = f"number {k + 1} is {now[k]}, was {was[k]}" if k is not None else f"{len(now)} numbers, were {len(was)}"
+    return f"prints other numbers than measured ({how})"
 
 
 # ---- measuring ------------------------------------------------------------------------------------
