@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from itertools import zip_longest
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -78,20 +79,13 @@ def line_at(text: str, at: int) -> str:
 
 
 def mismatch(stored: str, new: str) -> str | None:
-    """How `new` differs from `stored` beyond the values of its numbers (its words or the count of its
-    numbers), naming the first line that differs; None when only values differ."""
-    (stored_words, stored_numbers), (new_words, new_numbers) = split_numbers(stored), split_numbers(new)
-    if stored_words == new_words:
+    """The first line of `new` whose words (or count of numbers) differ from `stored`'s; None when only values
+    differ. A number never spans a line."""
+    if split_numbers(stored)[0] == split_numbers(new)[0]:
         return None
-    what = (f"the count of numbers changed: {len(stored_numbers)} stored, {len(new_numbers)} new"
-            if len(stored_numbers) != len(new_numbers) else "the words changed")
-    stored_lines, new_lines = stored.split("\n"), new.split("\n")
-    if len(stored_lines) != len(new_lines):
-        return f"{what}; {len(stored_lines)} lines stored, {len(new_lines)} new"
-    # A number never spans a line, so some line's words differ.
-    i, s, n = next((i, s, n) for i, (s, n) in enumerate(zip(stored_lines, new_lines), 1)
-                   if split_numbers(s)[0] != split_numbers(n)[0])
-    return f"{what}, line {i}:\n      stored: {s!r}\n      new:    {n!r}"
+    i, s, n = next((i, s, n) for i, (s, n) in enumerate(zip_longest(stored.split("\n"), new.split("\n")), 1)
+                   if s is None or n is None or split_numbers(s)[0] != split_numbers(n)[0])
+    return f"the words changed, line {i}:\n      stored: {s!r}\n      new:    {n!r}"
 
 
 class DeclarationError(ValueError):
