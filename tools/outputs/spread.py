@@ -360,7 +360,6 @@ def run_setting(notebook: Path, name: str, env_extra: dict[str, str], timeout: f
                "-p", "tools.outputs.nbval_tolerance", "-p", "tools.outputs.spread",
                "--spread-record", str(record), "--nbval", "--nbval-current-env",
                "--nbval-sanitize-with", str(SANITIZE_FILE), str(notebook)]
-        start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
         try:
@@ -374,7 +373,7 @@ def run_setting(notebook: Path, name: str, env_extra: dict[str, str], timeout: f
             raise RuntimeError(f"{notebook.name} under {name}: nbval recorded nothing (exit {proc.returncode}):\n"
                                + "\n".join(log.splitlines()[-30:]))
         cells = json.loads(record.read_text(encoding="utf-8"))
-    return {"env": env_extra, "seconds": round(time.perf_counter() - start, 1), **analyse(cells)}
+    return {"env": env_extra, **analyse(cells)}
 
 
 @lru_cache(maxsize=1)
@@ -462,7 +461,7 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
         for setting, env in chosen.items():
             why = unavailable(env)
             try:
-                run = ({"env": env, "seconds": 0.0, "skipped": why, "moved": {}, "changed": {}, "errors": {}}
+                run = ({"env": env, "skipped": why, "moved": {}, "changed": {}, "errors": {}}
                        if why else run_setting(path, setting, env))
             except (RuntimeError, subprocess.TimeoutExpired) as err:
                 failed += 1
@@ -470,12 +469,9 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
                 continue
             run.update(machine=here, when=time.strftime("%Y-%m-%d %H:%M"))
             entry["machines"].setdefault(here, {})[setting] = run
-            if why:
-                print(f"  {setting:<18} skipped: {why}", flush=True)
-                continue
             found = "; ".join(f"{what} in cells {', '.join(str(cells[c]['index']) for c in run[what])}"
                               for what in ("moved", "changed", "errors") if run[what])
-            print(f"  {setting:<18} {run['seconds']:7.1f} s   {found or 'nothing moved'}", flush=True)
+            print(f"  {setting:<18} {f'skipped: {why}' if why else found or 'nothing moved'}", flush=True)
         if records(path) != cells:
             print(f"{name}: the notebook changed while it was measured; its measurement is not stored")
             failed += 1
@@ -561,13 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     if not args.no_run:
         os.nice(15)  # a background job on a busy machine
-        start = time.perf_counter()
-        try:
-            failed = measure(notebooks, {s: every[s] for s in names}, measurement)
-        except KeyboardInterrupt:
-            print("stopped; the notebooks measured in full are stored")
-            return 130
-        print(f"measured in {time.perf_counter() - start:.0f} s; stored in {MEASUREMENT.relative_to(ROOT)}")
+        failed = measure(notebooks, {s: every[s] for s in names}, measurement)  # stores each notebook measured
     for path in notebooks if args.declare else []:
         for note in declare(path, measurement):
             print(note)

@@ -82,7 +82,7 @@ def write_notebook(root: Path, cells: list[tuple[str, dict | None]]) -> Path:
 def runs_on(path: Path, runs: dict[str, dict[str, str]], chosen=None) -> dict:
     """One machine's runs: under each setting (all, or the chosen), cell id -> the stdout it printed instead."""
     code = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-    return {name: {"env": env, "seconds": 1.0, **spread.analyse({"cells": [
+    return {name: {"env": env, **spread.analyse({"cells": [
                 {"id": c.id, "stored": {"stdout": [c.outputs[0].text]},
                  "new": {"stdout": [runs.get(name, {}).get(c.id, c.outputs[0].text)]}} for c in code]})}
             for name, env in spread.settings().items() if chosen is None or name in chosen}
@@ -206,7 +206,7 @@ def test_measuring_on_a_new_machine_keeps_the_other_machines_runs(lesson, tmp_pa
     monkeypatch.setattr(spread, "save", lambda m: None)
     monkeypatch.setattr(spread, "machine", lambda: "Other CPU, 2 CPUs")
     monkeypatch.setattr(spread, "run_setting", lambda nb, name, env: {
-        "env": env, "seconds": 1.0, "moved": {}, "changed": {}, "errors": {}})
+        "env": env, "moved": {}, "changed": {}, "errors": {}})
     assert spread.measure([path], {"here": {}}, measured) == 0
     machines = measured["notebooks"][NAME]["machines"]
     assert set(machines) == {MACHINE, "Other CPU, 2 CPUs"} and set(machines["Other CPU, 2 CPUs"]) == {"here"}
