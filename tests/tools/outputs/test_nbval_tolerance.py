@@ -10,7 +10,6 @@ import subprocess
 import sys
 from decimal import Decimal
 from pathlib import Path
-from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -112,53 +111,12 @@ def test_a_declaration_is_read_from_the_cell_metadata(declared, expected):
         assert declaration(cell) == expected
 
 
-# ---- the wrapper around nbval's comparison, on a stand-in cell -------------------------------------
-
-# What nbval's IPyNbFile leaves out of the comparison (nbval 0.11).
-SKIP = ("metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
-        "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg")
-
-
-def stand_in(metadata: dict, sanitize=lambda s: s) -> SimpleNamespace:
-    """What the wrapper uses of nbval's IPyNbCell."""
-    item = SimpleNamespace(
-        cell=nbformat.from_dict({"id": "c007", "metadata": metadata}), cell_num=7,
-        parent=SimpleNamespace(skip_compare=SKIP),
-        sanitize=sanitize, fspath=ROOT / "notebooks" / "03_lesson.ipynb", config=SimpleNamespace(rootdir=ROOT),
-    )
-    item.format_output_compare = lambda key, left, right: item.comparison_traceback.append(f"mismatch {key}")
-    return item
-
-
-def stdout(text: str):
-    return nbformat.from_dict({"output_type": "stream", "name": "stdout", "text": text})
-
-
-def test_a_declared_cell_compares_after_the_sanitize_patterns():
-    item = stand_in({"nbval": {"atol": 0.01}}, sanitize=lambda s: s.replace("2.5 s", "TIME"))
-    assert tol.compare_outputs(item, [stdout("took 2.5 s\n")], [stdout("took TIME\n")]) is True
-
-
-@pytest.mark.parametrize("metadata, test", [({}, [stdout("0.03\n")]),               # undeclared
-                                             ({"nbval": {"atol": 1}}, [])])        # an output missing
-def test_other_cells_go_to_nbval_unchanged(monkeypatch, metadata, test):
-    calls = []
-    monkeypatch.setattr(tol, "_nbval_compare", lambda self, test, ref, skip=None: calls.append((test, ref)) or False)
-    assert tol.compare_outputs(stand_in(metadata), test, [stdout("0.02\n")]) is False
-    assert calls == [(test, [stdout("0.02\n")])]
-
-
-def test_a_malformed_declaration_fails_the_cell_by_name():
-    with pytest.raises(DeclarationError, match=r"03_lesson.ipynb, cell 7 \(id c007\).*'tolerance' was unexpected"):
-        tol.compare_outputs(stand_in({"nbval": {"tolerance": 0.1}}), [stdout("1\n")], [stdout("1\n")])
-
-
 # ---- end to end: pytest --nbval on a notebook, in a subprocess, with the project's settings ---------
 
-def cell(stored: str, declared: dict | None = None) -> nbformat.NotebookNode:
-    """A cell printing `loss 1.645 after 400 steps`, stored as having printed loss `stored`."""
-    node = new_code_cell("print('loss 1.645 after 400 steps')", execution_count=1,
-                         outputs=[new_output("stream", name="stdout", text=f"loss {stored} after 400 steps\n")])
+def cell(stored: str | None, declared: dict | None = None, printed: str = "1.645") -> nbformat.NotebookNode:
+    """A cell printing `loss {printed} after 400 steps`, stored as having printed `stored` there (None: no output)."""
+    node = new_code_cell(f"print('loss {printed} after 400 steps')", execution_count=1, outputs=[] if stored is None
+                         else [new_output("stream", name="stdout", text=f"loss {stored} after 400 steps\n")])
     node.metadata.update({"nbval": declared} if declared else {})
     return node
 
@@ -168,16 +126,20 @@ def test_plain_pytest_nbval_compares_within_the_declared_tolerance(tmp_path):
     nb = new_notebook(cells=[cell("1.649", {"atol": 0.01}),  # inside its tolerance: passes
                              cell("2.145", {"atol": 0.01}),  # outside: fails
                              cell("1.645"),                  # undeclared, the same text: passes
-                             cell("1.646")],                 # undeclared, one digit off: fails (exact)
+                             cell("1.646"),                  # undeclared, one digit off: fails (exact)
+                             cell("1.649 in 3.1 s", {"atol": 0.01}, "1.645 in 2.5 s"),  # compared sanitized
+                             cell("1.645", {"tolerance": 0.01}),  # malformed: fails by name
+                             cell(None, {"atol": 1})],       # an output added: nbval compares, and fails
                       metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
     nbformat.write(nb, str(tmp_path / "tiny.ipynb"))
     run = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-c", "pyproject.toml",
                           "-p", "tools.outputs.spread", "--spread-record", tmp_path / "record.json",  # make spread's
                           "--nbval", tmp_path / "tiny.ipynb"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     outcomes = re.findall(r"::Cell (\d) (PASSED|FAILED)", run.stdout)
-    assert outcomes == [("0", "PASSED"), ("1", "FAILED"), ("2", "PASSED"), ("3", "FAILED")], run.stdout + run.stderr
+    assert [o == "PASSED" for _, o in outcomes] == [True, False, True, False, True, False, False], run.stdout
     assert re.search(r"tiny.ipynb, cell 1 \(id \w+\): outside its declared tolerance \(atol 0.01\):\n.*line 1 'loss "
                      r"2.145 after 400 steps': stored 2.145, new 1.645: off by 0.500, tolerance 0.010", run.stdout)
+    assert re.search(r"tiny.ipynb, cell 5 \(id \w+\): metadata \"nbval\": .*'tolerance' was unexpected", run.stdout)
     moved = spread.analyse(json.loads((tmp_path / "record.json").read_text()))["moved"]
     assert {cid: [(m["stored"], m["new"]) for m in cell] for cid, cell in moved.items()} == {
-        nb.cells[k].id: [(was, "1.645")] for k, was in ((0, "1.649"), (1, "2.145"), (3, "1.646"))}
+        nb.cells[k].id: [(was, "1.645")] for k, was in ((0, "1.649"), (1, "2.145"), (3, "1.646"), (4, "1.649"))}
