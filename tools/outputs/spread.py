@@ -418,9 +418,6 @@ def save(measurement: dict, path: Path = MEASUREMENT, root: Path = ROOT) -> None
     for name in [name for name in measurement["notebooks"] if not (root / name).is_file()]:
         del measurement["notebooks"][name]
         print(f"{name}: gone from the checkout; its measurement is dropped")
-    measurement["about"] = ("The printed numbers that moved, per notebook, setting and cell id, against the "
-                            "stored output. Written by make spread (tools/outputs/spread.py); read by "
-                            "tests/tools/outputs/test_spread.py.")
     tmp = path.with_suffix(".tmp")  # an interrupted write leaves the last measurement whole
     tmp.write_text(json.dumps(measurement, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
@@ -485,12 +482,9 @@ def report(notebooks: list[Path], measurement: dict) -> None:
     """Where each notebook was measured, the cells whose code changed since, and what breaks the rule."""
     for path in notebooks:
         name = path.relative_to(ROOT).as_posix()
-        measured = measurement["notebooks"].get(name)
-        if measured is None:
-            print(f"{name}: not measured")
-            continue
+        measured = measurement["notebooks"].get(name, {"cells": {}, "machines": {}})
         machines = ", ".join(f"{m} ({len(runs)} settings)" for m, runs in sorted(measured["machines"].items()))
-        print(f"{name}: measured on {machines}")
+        print(f"{name}: measured on {machines or 'no machine'}")
         now = records(path)
         for cid, info in measured["cells"].items():
             if cid in now and now[cid]["source"] != info.get("source") and now[cid]["numbers"] == info.get("numbers"):

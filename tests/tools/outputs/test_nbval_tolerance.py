@@ -46,12 +46,6 @@ def test_what_counts_as_a_number_and_the_words_between_rebuild_the_text(text, nu
     assert "".join(w + n.raw for w, n in zip(words, found)) + words[-1] == text
 
 
-def test_a_number_knows_its_last_digit():
-    units = {n.raw: n.unit for n in split_numbers("2.45 1.5e-3 1,797 0.100")[1]}
-    assert units == {"2.45": Decimal("0.01"), "1.5e-3": Decimal("0.0001"), "1,797": Decimal(1),
-                     "0.100": Decimal("0.001")}
-
-
 ATOL = Tolerance(atol=Decimal("0.01"))
 BOTH = Tolerance(atol=Decimal("0.01"), rtol=Decimal("0.01"))  # allows 0.01 + 0.01 * 10 = 0.11 at 10, as numpy.isclose
 RTOL = Tolerance(rtol=Decimal("0.2"))
