@@ -133,8 +133,6 @@ def declaration(cell) -> Tolerance | None:
 
 def compare_text(stored: str, new: str, tolerance: Tolerance) -> list[str]:
     """Why `new` does not match `stored` under `tolerance`, one line per problem (empty: it matches)."""
-    if stored == new:
-        return []
     why = mismatch(stored, new)
     if why:
         return [why]
@@ -176,9 +174,8 @@ def text_view(item, outputs, skip_compare=None) -> dict[str, list]:
 
 def where(item) -> str:
     """`notebooks/x.ipynb, cell 7 (id c012)`: nbval's cell number counts code cells from 0."""
-    cell_id = item.cell.get("id")
     path = Path(os.path.relpath(item.fspath, item.config.rootdir)).as_posix()
-    return f"{path}, cell {item.cell_num}" + (f" (id {cell_id})" if cell_id else "")
+    return f"{path}, cell {item.cell_num} (id {item.cell.get('id')})"
 
 
 def output_pairs(stored: dict, new: dict) -> list[tuple[str, int, object, object]] | None:
