@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import os
 import re
-from itertools import zip_longest
 from dataclasses import dataclass
 from decimal import Decimal
+from itertools import zip_longest
 from pathlib import Path
+
+from nbval.plugin import IPyNbCell, transform_streams_for_comparison
 
 KEY = "nbval"  # the cell metadata key
 TOLERANCE = {"type": "number", "minimum": 0, "maximum": 1e300}  # JSON: 0.03 means exactly Decimal("0.03")
@@ -155,8 +157,6 @@ def compare_text(stored: str, new: str, tolerance: Tolerance) -> list[str]:
 
 def text_view(item, outputs, skip_compare=None) -> dict[str, list]:
     """Outputs as nbval compares them: by key (stdout, text/plain, ...), sanitized, in order."""
-    from nbval.plugin import transform_streams_for_comparison
-
     skip = skip_compare or item.parent.skip_compare
     view: dict[str, list] = {}
     for output in transform_streams_for_comparison(outputs):
@@ -185,7 +185,7 @@ def output_pairs(stored: dict, new: dict) -> list[tuple[str, int, object, object
     return [(key, i, s, n) for key in sorted(stored) for i, (s, n) in enumerate(zip(stored[key], new[key]))]
 
 
-_nbval_compare = None
+_nbval_compare = IPyNbCell.compare_outputs
 
 
 def compare_outputs(self, test, ref, skip_compare=None):
@@ -215,14 +215,7 @@ def compare_outputs(self, test, ref, skip_compare=None):
 
 
 def pytest_configure(config):
-    global _nbval_compare
-    try:
-        from nbval.plugin import IPyNbCell
-    except ImportError:  # no nbval: nothing to wrap
-        return
-    if _nbval_compare is None:
-        _nbval_compare = IPyNbCell.compare_outputs
-        IPyNbCell.compare_outputs = compare_outputs
+    IPyNbCell.compare_outputs = compare_outputs
     option = config.option
     if getattr(option, "nbval", False) or getattr(option, "nbval_lax", False):
         if option.nbval_sanitize_with is None and not getattr(option, "sanitize_with", None):

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbval.plugin import find_comment_markers, find_metadata_tags, get_sanitize_patterns
 
 from tools.notebooks.execute import QUIET_ENV
 from tools.outputs.nbval_tolerance import (
@@ -187,8 +188,6 @@ def round_up_1(x: Decimal) -> Decimal:
 
 @lru_cache(maxsize=1)
 def _sanitizers() -> list[tuple[str, str]]:
-    from nbval.plugin import get_sanitize_patterns
-
     return get_sanitize_patterns(SANITIZE_FILE.read_text(encoding="utf-8"))
 
 
@@ -201,8 +200,6 @@ def sanitize(text: str) -> str:
 
 def ignored(cell) -> bool:
     """nbval does not compare this cell's output: its comment markers or tags, as nbval reads them."""
-    from nbval.plugin import find_comment_markers, find_metadata_tags
-
     options = dict(find_metadata_tags(cell.get("metadata", {})))
     options.update(find_comment_markers("".join(cell.get("source", ""))))  # the comments win, as in nbval
     return options.get("check") is False or options.get("skip", False)
