@@ -1,10 +1,8 @@
 """Measure how far each notebook cell's printed numbers move on other CPUs: `make spread` (--help;
-tests/README.md, "Writing a stable output", has the rule and its commands).
-
-Each notebook runs under nbval, niced, once per setting: a knob that makes this machine pick the kernels
-another CPU would. What each cell printed is recorded by this module, loaded as a pytest plugin in each run.
-spread.json keeps, by notebook, machine, setting and cell id, the printed numbers that moved and to what,
-beside the numbers each cell printed; check_notebook holds a notebook's tolerances to it.
+tests/README.md, "Writing a stable output", has the rule and its commands). Each notebook runs under nbval,
+niced, once per setting (a knob that makes this machine pick the kernels another CPU would), with this module
+loaded as the plugin that records what each cell printed. spread.json keeps the printed numbers that moved, by
+notebook, machine, setting and cell id; check_notebook holds a notebook's tolerances to them.
 """
 
 from __future__ import annotations
@@ -80,10 +78,9 @@ def alt_cpu(makefile: Path = ROOT / "Makefile") -> dict[str, str]:
     """The Makefile's ALT_CPU (the second nbval pass), as a dict."""
     text = makefile.read_text(encoding="utf-8").replace("\\\n", " ")
     found = re.search(r"^ALT_CPU\s*:?=(.*)$", text, re.MULTILINE)
-    pairs = [word.split("=", 1) for word in shlex.split(found.group(1))] if found else []
-    if not pairs or any(len(p) != 2 for p in pairs):
+    if not found or "=" not in found.group(1):
         raise SystemExit(f"{makefile}: no ALT_CPU := NAME=value ... line (the setting of make nbval-alt)")
-    return dict(pairs)
+    return dict(word.split("=", 1) for word in shlex.split(found.group(1)))
 
 
 def settings() -> dict[str, dict[str, str]]:
