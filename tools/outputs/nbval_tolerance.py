@@ -172,12 +172,6 @@ def text_view(item, outputs, skip_compare=None) -> dict[str, list]:
     return view
 
 
-def where(item) -> str:
-    """`notebooks/x.ipynb, cell 7 (id c012)`: nbval's cell number counts code cells from 0."""
-    path = Path(os.path.relpath(item.fspath, item.config.rootdir)).as_posix()
-    return f"{path}, cell {item.cell_num} (id {item.cell.get('id')})"
-
-
 def output_pairs(stored: dict, new: dict) -> list[tuple[str, int, object, object]] | None:
     """(key, index, stored, new) for each output of each key; None if the kinds or counts of outputs differ."""
     if set(stored) != set(new) or any(len(stored[k]) != len(new[k]) for k in stored):
@@ -192,26 +186,23 @@ def compare_outputs(self, test, ref, skip_compare=None):
     """nbval's IPyNbCell.compare_outputs, with numbers compared within a declared tolerance."""
     stored, new = text_view(self, ref, skip_compare), text_view(self, test, skip_compare)
     self.nbval_text_view = {"stored": stored, "new": new}  # what `make spread` records
+    path = Path(os.path.relpath(self.fspath, self.config.rootdir)).as_posix()
+    at = f"{path}, cell {self.cell_num} (id {self.cell.get('id')})"  # nbval counts code cells from 0
     try:
         tolerance = declaration(self.cell)
     except DeclarationError as err:
-        raise DeclarationError(f"{where(self)}: {err}") from None
+        raise DeclarationError(f"{at}: {err}") from None
     pairs = output_pairs(stored, new)
     if tolerance is None or pairs is None:  # undeclared, or outputs missing or added: nbval compares and reports
         return _nbval_compare(self, test, ref, skip_compare)
-    self.comparison_traceback = []
     problems = []
     for key, i, s, n in pairs:
         if isinstance(s, str) and isinstance(n, str):
             problems += [f"  {key}, output {i + 1}: {p}" for p in compare_text(s, n, tolerance)]
-        elif s != n:
-            self.format_output_compare(key, s, n)
-            return False
-    if problems:
-        self.comparison_traceback.append(f"{where(self)}: outside its declared tolerance ({tolerance}):")
-        self.comparison_traceback.extend(problems)
-        return False
-    return True
+        elif s != n:  # not text (JSON): nbval compares and reports
+            return _nbval_compare(self, test, ref, skip_compare)
+    self.comparison_traceback = [f"{at}: outside its declared tolerance ({tolerance}):", *problems]
+    return not problems
 
 
 def pytest_configure(config):
