@@ -15,7 +15,6 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from tools.outputs import nbval_tolerance as tol
 from tools.outputs import spread
 from tools.outputs.nbval_tolerance import (
     DeclarationError,
