@@ -80,6 +80,7 @@ def test_numbers_are_compared_within_the_tolerance(stored, new, tolerance, holds
     ("0.1 0.2", "0.1", "the words changed, line 1:\n      stored: '0.1 0.2'\n      new:    '0.1'"),  # a count
     ("0.1", "0.1 0.2", "the words changed"),
     ("[0.1, 0.2]", "[0.1, 0.2,\n 0.3]", "the words changed, line 1:\n      stored: '[0.1, 0.2]'"),
+    ("loss 0.42", "loss 0.42\n", "the words changed, line 2:\n      stored: None\n      new:    ''"),  # a line more
 ])
 def test_changed_words_or_count_fail_whatever_the_tolerance(stored, new, why):
     (problem,) = compare_text(stored, new, Tolerance(atol=Decimal(1000), integers=True))

@@ -171,13 +171,15 @@ def test_an_edit_asks_for_a_new_measurement_only_when_it_prints_numbers_not_meas
     assert problems(path, measured, tmp_path) == found
 
 
-def test_the_report_names_cells_whose_code_changed(lesson, tmp_path, monkeypatch, capsys):
-    path, measured, _ = lesson
+def test_the_report_names_cells_whose_code_changed_and_the_problems(lesson, tmp_path, monkeypatch, capsys):
+    path, measured, machines = lesson
     edit(path, 0, source="print(table(losses))")
+    del machines[MACHINE]["aten-avx2"]
     monkeypatch.setattr(spread, "ROOT", tmp_path)
     spread.report([path], measured)
     out = capsys.readouterr().out
     assert "cell 0 (id c000): its code changed since it was measured; it prints the numbers measured" in out
+    assert "missing or changed: aten-avx2" in out  # and what breaks the rule
 
 
 def test_a_setting_not_measured_fails(lesson, tmp_path):
