@@ -8,15 +8,9 @@ passes the defaults: the sanitize file beside it and this environment's kernel.
 The declaration, in the cell's metadata (``"nbval": {"atol": 0.03}``, ``rtol``, ``"integers": true``;
 tests/README.md, "Writing a stable output"), is written by ``make spread SPREAD_ARGS=--declare``.
 
-A declared cell's text (after nbval's sanitize patterns) is split into numbers and the words between
-them. The words (spaces and punctuation included) must be equal, so the count of numbers is too. A
-number with a decimal point or an exponent (``0.03``, ``+0.2``, ``2.5E+04``, the ``95.3`` of ``95.3%``)
-lies within the tolerance of the stored one, as exact decimals; its sign is part of it (``-0.00`` equals
-``0.00``). An integer (``400``, ``1,797``) is printed exactly as stored unless ``"integers": true``.
-Words, not numbers: digits glued to a letter or underscore before them (``Qwen3``, ``step_400``),
-versions (``2.13.0``), digits running on into letters and digits (``3fa9c0``). A number may carry a unit
-(``0.6B``, ``384d``); ``1,797`` is one number, ``1, 797`` two; a minus after a letter, digit, dot or
-closing bracket is a hyphen (``Qwen3-Embedding-0.6B``, ``2026-12-01``), not a sign.
+A declared cell's text (after nbval's sanitize patterns) is split into numbers (NUMBER; examples in
+tests/tools/outputs/test_nbval_tolerance.py) and the words between them, which must be equal. Numbers are
+compared as exact decimals; integers exactly, unless ``"integers": true``.
 """
 
 from __future__ import annotations
@@ -25,7 +19,10 @@ import os
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from itertools import zip_longest
 from pathlib import Path
+
+from nbval.plugin import IPyNbCell, transform_streams_for_comparison
 
 KEY = "nbval"  # the cell metadata key
 TOLERANCE = {"type": "number", "minimum": 0, "maximum": 1e300}  # JSON: 0.03 means exactly Decimal("0.03")
@@ -84,20 +81,13 @@ def line_at(text: str, at: int) -> str:
 
 
 def mismatch(stored: str, new: str) -> str | None:
-    """How `new` differs from `stored` beyond the values of its numbers (its words or the count of its
-    numbers), naming the first line that differs; None when only values differ."""
-    (stored_words, stored_numbers), (new_words, new_numbers) = split_numbers(stored), split_numbers(new)
-    if stored_words == new_words:
+    """The first line of `new` whose words (or count of numbers) differ from `stored`'s; None when only values
+    differ. A number never spans a line."""
+    if split_numbers(stored)[0] == split_numbers(new)[0]:
         return None
-    what = (f"the count of numbers changed: {len(stored_numbers)} stored, {len(new_numbers)} new"
-            if len(stored_numbers) != len(new_numbers) else "the words changed")
-    stored_lines, new_lines = stored.split("\n"), new.split("\n")
-    if len(stored_lines) != len(new_lines):
-        return f"{what}; {len(stored_lines)} lines stored, {len(new_lines)} new"
-    # A number never spans a line, so some line's words differ.
-    i, s, n = next((i, s, n) for i, (s, n) in enumerate(zip(stored_lines, new_lines), 1)
-                   if split_numbers(s)[0] != split_numbers(n)[0])
-    return f"{what}, line {i}:\n      stored: {s!r}\n      new:    {n!r}"
+    i, s, n = next((i, s, n) for i, (s, n) in enumerate(zip_longest(stored.split("\n"), new.split("\n")), 1)
+                   if s is None or n is None or split_numbers(s)[0] != split_numbers(n)[0])
+    return f"the words changed, line {i}:\n      stored: {s!r}\n      new:    {n!r}"
 
 
 class DeclarationError(ValueError):
@@ -145,8 +135,6 @@ def declaration(cell) -> Tolerance | None:
 
 def compare_text(stored: str, new: str, tolerance: Tolerance) -> list[str]:
     """Why `new` does not match `stored` under `tolerance`, one line per problem (empty: it matches)."""
-    if stored == new:
-        return []
     why = mismatch(stored, new)
     if why:
         return [why]
@@ -169,8 +157,6 @@ def compare_text(stored: str, new: str, tolerance: Tolerance) -> list[str]:
 
 def text_view(item, outputs, skip_compare=None) -> dict[str, list]:
     """Outputs as nbval compares them: by key (stdout, text/plain, ...), sanitized, in order."""
-    from nbval.plugin import transform_streams_for_comparison
-
     skip = skip_compare or item.parent.skip_compare
     view: dict[str, list] = {}
     for output in transform_streams_for_comparison(outputs):
@@ -186,13 +172,6 @@ def text_view(item, outputs, skip_compare=None) -> dict[str, list]:
     return view
 
 
-def where(item) -> str:
-    """`notebooks/x.ipynb, cell 7 (id c012)`: nbval's cell number counts code cells from 0."""
-    cell_id = item.cell.get("id")
-    path = Path(os.path.relpath(item.fspath, item.config.rootdir)).as_posix()
-    return f"{path}, cell {item.cell_num}" + (f" (id {cell_id})" if cell_id else "")
-
-
 def output_pairs(stored: dict, new: dict) -> list[tuple[str, int, object, object]] | None:
     """(key, index, stored, new) for each output of each key; None if the kinds or counts of outputs differ."""
     if set(stored) != set(new) or any(len(stored[k]) != len(new[k]) for k in stored):
@@ -200,44 +179,34 @@ def output_pairs(stored: dict, new: dict) -> list[tuple[str, int, object, object
     return [(key, i, s, n) for key in sorted(stored) for i, (s, n) in enumerate(zip(stored[key], new[key]))]
 
 
-_nbval_compare = None
+_nbval_compare = IPyNbCell.compare_outputs
 
 
 def compare_outputs(self, test, ref, skip_compare=None):
     """nbval's IPyNbCell.compare_outputs, with numbers compared within a declared tolerance."""
     stored, new = text_view(self, ref, skip_compare), text_view(self, test, skip_compare)
     self.nbval_text_view = {"stored": stored, "new": new}  # what `make spread` records
+    path = Path(os.path.relpath(self.fspath, self.config.rootdir)).as_posix()
+    at = f"{path}, cell {self.cell_num} (id {self.cell.get('id')})"  # nbval counts code cells from 0
     try:
         tolerance = declaration(self.cell)
     except DeclarationError as err:
-        raise DeclarationError(f"{where(self)}: {err}") from None
+        raise DeclarationError(f"{at}: {err}") from None
     pairs = output_pairs(stored, new)
     if tolerance is None or pairs is None:  # undeclared, or outputs missing or added: nbval compares and reports
         return _nbval_compare(self, test, ref, skip_compare)
-    self.comparison_traceback = []
     problems = []
     for key, i, s, n in pairs:
         if isinstance(s, str) and isinstance(n, str):
             problems += [f"  {key}, output {i + 1}: {p}" for p in compare_text(s, n, tolerance)]
-        elif s != n:
-            self.format_output_compare(key, s, n)
-            return False
-    if problems:
-        self.comparison_traceback.append(f"{where(self)}: outside its declared tolerance ({tolerance}):")
-        self.comparison_traceback.extend(problems)
-        return False
-    return True
+        elif s != n:  # not text (JSON): nbval compares and reports
+            return _nbval_compare(self, test, ref, skip_compare)
+    self.comparison_traceback = [f"{at}: outside its declared tolerance ({tolerance}):", *problems]
+    return not problems
 
 
 def pytest_configure(config):
-    global _nbval_compare
-    try:
-        from nbval.plugin import IPyNbCell
-    except ImportError:  # no nbval: nothing to wrap
-        return
-    if _nbval_compare is None:
-        _nbval_compare = IPyNbCell.compare_outputs
-        IPyNbCell.compare_outputs = compare_outputs
+    IPyNbCell.compare_outputs = compare_outputs
     option = config.option
     if getattr(option, "nbval", False) or getattr(option, "nbval_lax", False):
         if option.nbval_sanitize_with is None and not getattr(option, "sanitize_with", None):

@@ -1,12 +1,8 @@
 """Measure how far each notebook cell's printed numbers move on other CPUs: `make spread` (--help;
-tests/README.md, "Writing a stable output", has the rule this measures for and its commands).
-
-Each notebook runs under nbval as `make nbval` runs it, niced, once per setting: a knob that makes
-this machine pick the kernels another CPU would. This module is also the pytest plugin each run loads
-to record what every cell printed (the notebook is never written, but for --declare's cell metadata).
-Which printed numbers moved, and to what, go into spread.json by notebook, machine, setting and cell
-id, beside the numbers each cell printed; another machine's runs add to it while the cells print the
-numbers measured. check_notebook holds a notebook's tolerances to it (tests/tools/outputs/test_spread.py).
+tests/README.md, "Writing a stable output", has the rule and its commands). Each notebook runs under nbval,
+niced, once per setting (a knob that makes this machine pick the kernels another CPU would), with this module
+loaded as the plugin that records what each cell printed. spread.json keeps the printed numbers that moved, by
+notebook, machine, setting and cell id; check_notebook holds a notebook's tolerances to them.
 """
 
 from __future__ import annotations
@@ -32,7 +28,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbval.plugin import find_comment_markers, find_metadata_tags, get_sanitize_patterns
 
+from tools.notebooks.execute import QUIET_ENV
 from tools.outputs.nbval_tolerance import (
     KEY,
     SANITIZE_FILE,
@@ -74,20 +72,15 @@ SETTINGS: dict[str, dict[str, str]] = {
 # Each run starts without any knob the environment sets, so that it measures its setting alone.
 KNOBS = {k for env in SETTINGS.values() for k in env} | {"MKL_DEBUG_CPU_TYPE", "OPENBLAS_VERBOSE",
                                                         "NUMEXPR_NUM_THREADS"}
-# The quiet, offline environment the Makefile exports.
-QUIET_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-             "TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYTHONHASHSEED": "0",
-             "OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def alt_cpu(makefile: Path = ROOT / "Makefile") -> dict[str, str]:
     """The Makefile's ALT_CPU (the second nbval pass), as a dict."""
     text = makefile.read_text(encoding="utf-8").replace("\\\n", " ")
     found = re.search(r"^ALT_CPU\s*:?=(.*)$", text, re.MULTILINE)
-    pairs = [word.split("=", 1) for word in shlex.split(found.group(1))] if found else []
-    if not pairs or any(len(p) != 2 for p in pairs):
+    if not found or "=" not in found.group(1):
         raise SystemExit(f"{makefile}: no ALT_CPU := NAME=value ... line (the setting of make nbval-alt)")
-    return dict(pairs)
+    return dict(word.split("=", 1) for word in shlex.split(found.group(1)))
 
 
 def settings() -> dict[str, dict[str, str]]:
@@ -192,8 +185,6 @@ def round_up_1(x: Decimal) -> Decimal:
 
 @lru_cache(maxsize=1)
 def _sanitizers() -> list[tuple[str, str]]:
-    from nbval.plugin import get_sanitize_patterns
-
     return get_sanitize_patterns(SANITIZE_FILE.read_text(encoding="utf-8"))
 
 
@@ -206,8 +197,6 @@ def sanitize(text: str) -> str:
 
 def ignored(cell) -> bool:
     """nbval does not compare this cell's output: its comment markers or tags, as nbval reads them."""
-    from nbval.plugin import find_comment_markers, find_metadata_tags
-
     options = dict(find_metadata_tags(cell.get("metadata", {})))
     options.update(find_comment_markers("".join(cell.get("source", ""))))  # the comments win, as in nbval
     return options.get("check") is False or options.get("skip", False)
@@ -293,10 +282,9 @@ def digit_problems(tolerance: Tolerance | None, moves: list[Move]) -> list[str]:
 
 def check_cell(cell, measured: dict | None) -> list[str]:
     """Why a cell breaks the rule under its notebook's measurement (None: none that holds); empty when it holds."""
-    moves, changed, errors = [], {}, {}
-    if measured:
-        moves, changed, errors = (moves_of(measured, cell.id), found_in(measured, "changed", cell.id),
-                                  found_in(measured, "errors", cell.id))
+    measured = measured or {}
+    moves = moves_of(measured, cell.id)
+    changed, errors = (found_in(measured, what, cell.id) for what in ("changed", "errors"))
     problems = []
     if errors:
         problems.append(f"fails under {', '.join(sorted(errors))}: {next(iter(errors.values()))}")
@@ -328,9 +316,7 @@ def check_notebook(path: Path, measurement: dict, root: Path = ROOT) -> list[str
     for i, cell in enumerate(code):
         numbers, entry = printed(cell), measured["cells"].get(cell.id, {})
         if numbers and entry.get("numbers") != numbers:
-            how = (f"prints other numbers than measured ({difference(numbers, entry['numbers'])})" if "numbers" in entry
-                   else f"prints {summary(numbers)}, not measured")
-            problems.append(f"{name}, cell {i} (id {cell.id}) {how}: {again}")
+            problems.append(f"{name}, cell {i} (id {cell.id}) {difference(numbers, entry.get('numbers'))}: {again}")
     if problems:
         return problems
     measuring = any(printed(c) for c in code)  # a notebook printing no number needs no measurement
@@ -346,16 +332,14 @@ def check_notebook(path: Path, measurement: dict, root: Path = ROOT) -> list[str
     return problems
 
 
-def summary(numbers: list[str]) -> str:
-    """`3 numbers (2.45, 0.42, 17)`, the first few."""
-    shown = ", ".join(numbers[:4]) + (", ..." if len(numbers) > 4 else "")
-    return f"{len(numbers)} number{'s' if len(numbers) != 1 else ''} ({shown})"
-
-
-def difference(now: list[str], was: list[str]) -> str:
-    """Where the printed numbers first differ from the measured ones: `number 2 is 2.47, was 2.45`."""
+def difference(now: list[str], was: list[str] | None) -> str:
+    """`prints other numbers than measured (number 2 is 2.47, was 2.45)`; `prints 1 number (300), not measured`."""
+    if was is None:
+        shown = ", ".join(now[:4]) + (", ..." if len(now) > 4 else "")
+        return f"prints {len(now)} number{'s' if len(now) != 1 else ''} ({shown}), not measured"
     k = next((k for k, (a, b) in enumerate(zip(now, was)) if a != b), None)
-    return f"number {k + 1} is {now[k]}, was {was[k]}" if k is not None else f"{len(now)} numbers, were {len(was)}"
+    how = f"number {k + 1} is {now[k]}, was {was[k]}" if k is not None else f"{len(now)} numbers, were {len(was)}"
+    return f"prints other numbers than measured ({how})"
 
 
 # ---- measuring ------------------------------------------------------------------------------------
@@ -370,7 +354,6 @@ def run_setting(notebook: Path, name: str, env_extra: dict[str, str], timeout: f
                "-p", "tools.outputs.nbval_tolerance", "-p", "tools.outputs.spread",
                "--spread-record", str(record), "--nbval", "--nbval-current-env",
                "--nbval-sanitize-with", str(SANITIZE_FILE), str(notebook)]
-        start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
         try:
@@ -384,7 +367,7 @@ def run_setting(notebook: Path, name: str, env_extra: dict[str, str], timeout: f
             raise RuntimeError(f"{notebook.name} under {name}: nbval recorded nothing (exit {proc.returncode}):\n"
                                + "\n".join(log.splitlines()[-30:]))
         cells = json.loads(record.read_text(encoding="utf-8"))
-    return {"env": env_extra, "seconds": round(time.perf_counter() - start, 1), **analyse(cells)}
+    return {"env": env_extra, **analyse(cells)}
 
 
 @lru_cache(maxsize=1)
@@ -429,20 +412,16 @@ def save(measurement: dict, path: Path = MEASUREMENT, root: Path = ROOT) -> None
     for name in [name for name in measurement["notebooks"] if not (root / name).is_file()]:
         del measurement["notebooks"][name]
         print(f"{name}: gone from the checkout; its measurement is dropped")
-    measurement["about"] = ("The printed numbers that moved, per notebook, setting and cell id, against the "
-                            "stored output. Written by make spread (tools/outputs/spread.py); read by "
-                            "tests/tools/outputs/test_spread.py.")
     tmp = path.with_suffix(".tmp")  # an interrupted write leaves the last measurement whole
     tmp.write_text(json.dumps(measurement, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
 def code_cells(path: Path) -> list:
-    """A notebook's code cells. nbformat gives a 4.5 notebook's cells their own ids as it reads it; an older one's
-    have none, and the measurement keys on them."""
+    """A notebook's code cells, which the measurement keys on their ids (nbformat 4.5 gives every cell one)."""
     cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
     if not all(c.get("id") for c in cells):
-        raise ValueError(f"cells without ids: run make spread SPREAD_ARGS=\"--notebook {path.stem} --add-ids\"")
+        raise ValueError("cells without ids: save it as nbformat 4.5 (nbformat.v4.upgrade, or Jupyter)")
     return cells
 
 
@@ -473,7 +452,7 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
         for setting, env in chosen.items():
             why = unavailable(env)
             try:
-                run = ({"env": env, "seconds": 0.0, "skipped": why, "moved": {}, "changed": {}, "errors": {}}
+                run = ({"env": env, "skipped": why, "moved": {}, "changed": {}, "errors": {}}
                        if why else run_setting(path, setting, env))
             except (RuntimeError, subprocess.TimeoutExpired) as err:
                 failed += 1
@@ -481,12 +460,9 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
                 continue
             run.update(machine=here, when=time.strftime("%Y-%m-%d %H:%M"))
             entry["machines"].setdefault(here, {})[setting] = run
-            if why:
-                print(f"  {setting:<18} skipped: {why}", flush=True)
-                continue
             found = "; ".join(f"{what} in cells {', '.join(str(cells[c]['index']) for c in run[what])}"
                               for what in ("moved", "changed", "errors") if run[what])
-            print(f"  {setting:<18} {run['seconds']:7.1f} s   {found or 'nothing moved'}", flush=True)
+            print(f"  {setting:<18} {f'skipped: {why}' if why else found or 'nothing moved'}", flush=True)
         if records(path) != cells:
             print(f"{name}: the notebook changed while it was measured; its measurement is not stored")
             failed += 1
@@ -497,39 +473,31 @@ def measure(notebooks: list[Path], chosen: dict[str, dict[str, str]], measuremen
 
 
 def report(notebooks: list[Path], measurement: dict) -> None:
+    """Where each notebook was measured, the cells whose code changed since, and what breaks the rule."""
     for path in notebooks:
         name = path.relative_to(ROOT).as_posix()
-        measured = measurement["notebooks"].get(name)
-        if measured is None:
-            print(f"{name}: not measured")
-            continue
+        measured = measurement["notebooks"].get(name, {"cells": {}, "machines": {}})
         machines = ", ".join(f"{m} ({len(runs)} settings)" for m, runs in sorted(measured["machines"].items()))
-        print(f"{name}: measured on {machines}")
+        print(f"{name}: measured on {machines or 'no machine'}")
         now = records(path)
-        for cid, info in sorted(measured["cells"].items(), key=lambda kv: kv[1]["index"]):
+        for cid, info in measured["cells"].items():
             if cid in now and now[cid]["source"] != info.get("source") and now[cid]["numbers"] == info.get("numbers"):
                 print(f"  cell {now[cid]['index']} (id {cid}): its code changed since it was measured; "
                       f"it prints the numbers measured")
-            moves = moves_of(measured, cid)
-            if moves:
-                print(f"  cell {info['index']} (id {cid}): {moved_summary(moves)}")
-            for what in ("changed", "errors"):
-                under = sorted(found_in(measured, what, cid))
-                if under:
-                    print(f"  cell {info['index']} (id {cid}): {what} under {', '.join(under)}")
+        for problem in check_notebook(path, measurement, ROOT):
+            print(f"  {problem}")
 
 
 def declare(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
-    """Write each cell's tolerance from the measurement into the notebook, cell metadata only: a
-    declaration that fits the measured moves is kept, one that does not is replaced, one on a
-    cell that never moved is removed. Returns what it did and what is left to fix by hand."""
+    """Write each cell's tolerance from the measurement into the notebook's cell metadata: one that fits
+    the measured moves is kept, one that does not is replaced, one on a cell that never moved is removed."""
     name = path.resolve().relative_to(root.resolve()).as_posix()
     measured = measurement["notebooks"].get(name)
     if measured is None or not same_numbers(measured.get("cells", {}), records(path)):
         return [f"{name}: no current measurement to declare from: "
                 f"run make spread SPREAD_ARGS=\"--notebook {path.stem}\""]
     nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
-    notes, changed = [], False
+    notes = []  # one per cell changed
     for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
         where = f"{name}, cell {i} (id {cell.id})"
         moves = [] if ignored(cell) else moves_of(measured, cell.id)
@@ -546,20 +514,11 @@ def declare(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
             else:
                 cell.metadata[KEY] = proposed.as_metadata()
                 notes.append(f"{where}: declared {proposed}" + (f" (was {current})" if current else ""))
-            changed = True
-        notes += [f"{where}: to fix by hand: {p}" for p in check_cell(cell, measured)]
-    if changed:  # written beside it, then moved into place: an interrupted run leaves the notebook as it was
+    if notes:  # written beside it, then moved into place: an interrupted run leaves the notebook as it was
         tmp = path.with_name(f".{path.name}.declare")
         nbformat.write(nb, str(tmp))
         os.replace(tmp, path)
     return notes
-
-
-def add_ids(path: Path) -> None:
-    """Give every cell its own id: nbformat writes a 4.5 notebook with missing or repeated ids repaired."""
-    nb = nbformat.read(path, as_version=4)
-    nb.nbformat_minor = max(nb.nbformat_minor, 5)
-    nbformat.write(nb, str(path))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -567,24 +526,15 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notebook", action="append", default=[], metavar="NAME",
                         help="a notebook (path, name or the start of its name: 03); repeat for more; default all")
-    parser.add_argument("--settings", default="", metavar="A,B", help="comma-separated settings (--list); default all")
+    parser.add_argument("--settings", default="", metavar="A,B",
+                        help=f"comma-separated settings, of {', '.join(SETTINGS)}, nbval-alt; default all")
     parser.add_argument("--no-run", action="store_true", help="run nothing: use the stored measurement")
     parser.add_argument("--declare", action="store_true",
                         help="write each cell's tolerance from the measurement into the notebook (metadata only)")
-    parser.add_argument("--add-ids", action="store_true", help="give cells without an id one (nbformat 4.5), then stop")
-    parser.add_argument("--list", action="store_true", help="list the settings and stop")
     args = parser.parse_args(argv)
 
     every = settings()
-    if args.list:
-        for name, env in every.items():
-            print(f"{name:<18} {' '.join(f'{k}={v}' for k, v in env.items()) or '(this machine as it is)'}")
-        return 0
     notebooks = find_notebooks(args.notebook)
-    if args.add_ids:
-        for path in notebooks:
-            add_ids(path)
-        return 0
     names = [s.strip() for s in args.settings.split(",") if s.strip()] or list(every)
     unknown = [s for s in names if s not in every]
     if unknown:
@@ -595,17 +545,11 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     if not args.no_run:
         os.nice(15)  # a background job on a busy machine
-        start = time.perf_counter()
-        try:
-            failed = measure(notebooks, {s: every[s] for s in names}, measurement)
-        except KeyboardInterrupt:
-            print("stopped; the notebooks measured in full are stored")
-            return 130
-        print(f"measured in {time.perf_counter() - start:.0f} s; stored in {MEASUREMENT.relative_to(ROOT)}")
-    report(notebooks, measurement)
+        failed = measure(notebooks, {s: every[s] for s in names}, measurement)  # stores each notebook measured
     for path in notebooks if args.declare else []:
         for note in declare(path, measurement):
             print(note)
+    report(notebooks, measurement)  # what is left to fix by hand
     return 1 if failed else 0
 
 

@@ -3,19 +3,19 @@ everything else exactly; and, end to end, a plain `pytest --nbval` run that uses
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import subprocess
 import sys
 from decimal import Decimal
 from pathlib import Path
-from types import SimpleNamespace
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from tools.outputs import nbval_tolerance as tol
+from tools.outputs import spread
 from tools.outputs.nbval_tolerance import (
     DeclarationError,
     Tolerance,
@@ -45,12 +45,6 @@ def test_what_counts_as_a_number_and_the_words_between_rebuild_the_text(text, nu
     assert "".join(w + n.raw for w, n in zip(words, found)) + words[-1] == text
 
 
-def test_a_number_knows_its_last_digit():
-    units = {n.raw: n.unit for n in split_numbers("2.45 1.5e-3 1,797 0.100")[1]}
-    assert units == {"2.45": Decimal("0.01"), "1.5e-3": Decimal("0.0001"), "1,797": Decimal(1),
-                     "0.100": Decimal("0.001")}
-
-
 ATOL = Tolerance(atol=Decimal("0.01"))
 BOTH = Tolerance(atol=Decimal("0.01"), rtol=Decimal("0.01"))  # allows 0.01 + 0.01 * 10 = 0.11 at 10, as numpy.isclose
 RTOL = Tolerance(rtol=Decimal("0.2"))
@@ -76,11 +70,6 @@ def test_numbers_are_compared_within_the_tolerance(stored, new, tolerance, holds
     assert (compare_text(stored, new, tolerance) == []) is holds
 
 
-def test_a_number_outside_its_tolerance_fails_naming_both_numbers_and_the_tolerance():
-    assert compare_text("tau  loss\n0.05 2.45\n", "tau  loss\n0.05 2.47\n", ATOL) == [
-        "line 2 '0.05 2.45': stored 2.45, new 2.47: off by 0.02, tolerance 0.01 (atol 0.01)"]
-
-
 @pytest.mark.parametrize("stored, new, why", [
     ("loss 0.42", "gain 0.42", "the words changed, line 1:"),
     ("loss 0.42", "loss: 0.42", "the words changed"),            # punctuation
@@ -88,9 +77,10 @@ def test_a_number_outside_its_tolerance_fails_naming_both_numbers_and_the_tolera
     ("model x2", "model x3", "the words changed"),               # digits glued to a word are words
     ("torch 2.13.0", "torch 2.13.1", "the words changed"),       # so are versions
     ("seen in Qwen3", "seen in Qwen4", "the words changed"),
-    ("0.1 0.2", "0.1", "the count of numbers changed: 2 stored, 1 new"),
-    ("0.1", "0.1 0.2", "the count of numbers changed"),
-    ("[0.1, 0.2]", "[0.1, 0.2,\n 0.3]", "the count of numbers changed: 2 stored, 3 new; 1 lines stored, 2 new"),
+    ("0.1 0.2", "0.1", "the words changed, line 1:\n      stored: '0.1 0.2'\n      new:    '0.1'"),  # a count
+    ("0.1", "0.1 0.2", "the words changed"),
+    ("[0.1, 0.2]", "[0.1, 0.2,\n 0.3]", "the words changed, line 1:\n      stored: '[0.1, 0.2]'"),
+    ("loss 0.42", "loss 0.42\n", "the words changed, line 2:\n      stored: None\n      new:    ''"),  # a line more
 ])
 def test_changed_words_or_count_fail_whatever_the_tolerance(stored, new, why):
     (problem,) = compare_text(stored, new, Tolerance(atol=Decimal(1000), integers=True))
@@ -115,53 +105,12 @@ def test_a_declaration_is_read_from_the_cell_metadata(declared, expected):
         assert declaration(cell) == expected
 
 
-# ---- the wrapper around nbval's comparison, on a stand-in cell -------------------------------------
-
-# What nbval's IPyNbFile leaves out of the comparison (nbval 0.11).
-SKIP = ("metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
-        "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg")
-
-
-def stand_in(metadata: dict, sanitize=lambda s: s) -> SimpleNamespace:
-    """What the wrapper uses of nbval's IPyNbCell."""
-    item = SimpleNamespace(
-        cell=nbformat.from_dict({"id": "c007", "metadata": metadata}), cell_num=7,
-        parent=SimpleNamespace(skip_compare=SKIP),
-        sanitize=sanitize, fspath=ROOT / "notebooks" / "03_lesson.ipynb", config=SimpleNamespace(rootdir=ROOT),
-    )
-    item.format_output_compare = lambda key, left, right: item.comparison_traceback.append(f"mismatch {key}")
-    return item
-
-
-def stdout(text: str):
-    return nbformat.from_dict({"output_type": "stream", "name": "stdout", "text": text})
-
-
-def test_a_declared_cell_compares_after_the_sanitize_patterns():
-    item = stand_in({"nbval": {"atol": 0.01}}, sanitize=lambda s: s.replace("2.5 s", "TIME"))
-    assert tol.compare_outputs(item, [stdout("took 2.5 s\n")], [stdout("took TIME\n")]) is True
-
-
-@pytest.mark.parametrize("metadata, test", [({}, [stdout("0.03\n")]),               # undeclared
-                                             ({"nbval": {"atol": 1}}, [])])        # an output missing
-def test_other_cells_go_to_nbval_unchanged(monkeypatch, metadata, test):
-    calls = []
-    monkeypatch.setattr(tol, "_nbval_compare", lambda self, test, ref, skip=None: calls.append((test, ref)) or False)
-    assert tol.compare_outputs(stand_in(metadata), test, [stdout("0.02\n")]) is False
-    assert calls == [(test, [stdout("0.02\n")])]
-
-
-def test_a_malformed_declaration_fails_the_cell_by_name():
-    with pytest.raises(DeclarationError, match=r"03_lesson.ipynb, cell 7 \(id c007\).*'tolerance' was unexpected"):
-        tol.compare_outputs(stand_in({"nbval": {"tolerance": 0.1}}), [stdout("1\n")], [stdout("1\n")])
-
-
 # ---- end to end: pytest --nbval on a notebook, in a subprocess, with the project's settings ---------
 
-def cell(stored: str, declared: dict | None = None) -> nbformat.NotebookNode:
-    """A cell printing `loss 1.645 after 400 steps`, stored as having printed loss `stored`."""
-    node = new_code_cell("print('loss 1.645 after 400 steps')", execution_count=1,
-                         outputs=[new_output("stream", name="stdout", text=f"loss {stored} after 400 steps\n")])
+def cell(stored: str | None, declared: dict | None = None, printed: str = "1.645") -> nbformat.NotebookNode:
+    """A cell printing `loss {printed} after 400 steps`, stored as having printed `stored` there (None: no output)."""
+    node = new_code_cell(f"print('loss {printed} after 400 steps')", execution_count=1, outputs=[] if stored is None
+                         else [new_output("stream", name="stdout", text=f"loss {stored} after 400 steps\n")])
     node.metadata.update({"nbval": declared} if declared else {})
     return node
 
@@ -171,12 +120,20 @@ def test_plain_pytest_nbval_compares_within_the_declared_tolerance(tmp_path):
     nb = new_notebook(cells=[cell("1.649", {"atol": 0.01}),  # inside its tolerance: passes
                              cell("2.145", {"atol": 0.01}),  # outside: fails
                              cell("1.645"),                  # undeclared, the same text: passes
-                             cell("1.646")],                 # undeclared, one digit off: fails (exact)
+                             cell("1.646"),                  # undeclared, one digit off: fails (exact)
+                             cell("1.649 in 3.1 s", {"atol": 0.01}, "1.645 in 2.5 s"),  # compared sanitized
+                             cell("1.645", {"tolerance": 0.01}),  # malformed: fails by name
+                             cell(None, {"atol": 1})],       # an output added: nbval compares, and fails
                       metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
     nbformat.write(nb, str(tmp_path / "tiny.ipynb"))
     run = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-c", "pyproject.toml",
+                          "-p", "tools.outputs.spread", "--spread-record", tmp_path / "record.json",  # make spread's
                           "--nbval", tmp_path / "tiny.ipynb"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     outcomes = re.findall(r"::Cell (\d) (PASSED|FAILED)", run.stdout)
-    assert outcomes == [("0", "PASSED"), ("1", "FAILED"), ("2", "PASSED"), ("3", "FAILED")], run.stdout + run.stderr
+    assert [o == "PASSED" for _, o in outcomes] == [True, False, True, False, True, False, False], run.stdout
     assert re.search(r"tiny.ipynb, cell 1 \(id \w+\): outside its declared tolerance \(atol 0.01\):\n.*line 1 'loss "
                      r"2.145 after 400 steps': stored 2.145, new 1.645: off by 0.500, tolerance 0.010", run.stdout)
+    assert re.search(r"tiny.ipynb, cell 5 \(id \w+\): metadata \"nbval\": .*'tolerance' was unexpected", run.stdout)
+    moved = spread.analyse(json.loads((tmp_path / "record.json").read_text()))["moved"]
+    assert {cid: [(m["stored"], m["new"]) for m in cell] for cid, cell in moved.items()} == {
+        nb.cells[k].id: [(was, "1.645")] for k, was in ((0, "1.649"), (1, "2.145"), (3, "1.646"), (4, "1.649"))}

@@ -18,10 +18,7 @@ from tools.outputs.nbval_tolerance import Tolerance, declaration, split_numbers
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-
-
-def test_there_are_notebooks_to_check():
-    assert NOTEBOOKS, f"no notebooks in {ROOT / 'notebooks'}"
+assert NOTEBOOKS, f"no notebooks in {ROOT / 'notebooks'}"  # fails the collection
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -82,7 +79,7 @@ def write_notebook(root: Path, cells: list[tuple[str, dict | None]]) -> Path:
 def runs_on(path: Path, runs: dict[str, dict[str, str]], chosen=None) -> dict:
     """One machine's runs: under each setting (all, or the chosen), cell id -> the stdout it printed instead."""
     code = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-    return {name: {"env": env, "seconds": 1.0, **spread.analyse({"cells": [
+    return {name: {"env": env, **spread.analyse({"cells": [
                 {"id": c.id, "stored": {"stdout": [c.outputs[0].text]},
                  "new": {"stdout": [runs.get(name, {}).get(c.id, c.outputs[0].text)]}} for c in code]})}
             for name, env in spread.settings().items() if chosen is None or name in chosen}
@@ -174,13 +171,15 @@ def test_an_edit_asks_for_a_new_measurement_only_when_it_prints_numbers_not_meas
     assert problems(path, measured, tmp_path) == found
 
 
-def test_the_report_names_cells_whose_code_changed(lesson, tmp_path, monkeypatch, capsys):
-    path, measured, _ = lesson
+def test_the_report_names_cells_whose_code_changed_and_the_problems(lesson, tmp_path, monkeypatch, capsys):
+    path, measured, machines = lesson
     edit(path, 0, source="print(table(losses))")
+    del machines[MACHINE]["aten-avx2"]
     monkeypatch.setattr(spread, "ROOT", tmp_path)
     spread.report([path], measured)
     out = capsys.readouterr().out
     assert "cell 0 (id c000): its code changed since it was measured; it prints the numbers measured" in out
+    assert "missing or changed: aten-avx2" in out  # and what breaks the rule
 
 
 def test_a_setting_not_measured_fails(lesson, tmp_path):
@@ -206,7 +205,7 @@ def test_measuring_on_a_new_machine_keeps_the_other_machines_runs(lesson, tmp_pa
     monkeypatch.setattr(spread, "save", lambda m: None)
     monkeypatch.setattr(spread, "machine", lambda: "Other CPU, 2 CPUs")
     monkeypatch.setattr(spread, "run_setting", lambda nb, name, env: {
-        "env": env, "seconds": 1.0, "moved": {}, "changed": {}, "errors": {}})
+        "env": env, "moved": {}, "changed": {}, "errors": {}})
     assert spread.measure([path], {"here": {}}, measured) == 0
     machines = measured["notebooks"][NAME]["machines"]
     assert set(machines) == {MACHINE, "Other CPU, 2 CPUs"} and set(machines["Other CPU, 2 CPUs"]) == {"here"}
