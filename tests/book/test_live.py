@@ -112,8 +112,7 @@ def labs_pools(grid, mask) -> dict:
 
 
 def shown_ok(got: dict, key: str, python: np.ndarray, ids: list[str], what: str) -> None:
-    """Every cosine of the page's ranking within INT8_TOLERANCE of the Python model's, and the ones it
-    shows are those numbers."""
+    """The page's cosines within INT8_TOLERANCE of ``python``, and its ranking shows those numbers."""
     at = {doc: i for i, doc in enumerate(ids)}
     assert np.abs(np.array(got["scores"][key]) - python).max() < INT8_TOLERANCE, (what, key)
     for row in got["rankings"][key]:
@@ -457,9 +456,8 @@ def test_cannot_run_says_how_and_shows_the_stored_example(how, want, site, fresh
 
 
 def test_no_model_bytes_before_use(session, fresh):
-    """Each lesson holds its demos (LESSON_DEMOS, in order). The fixture page (before any test used it)
-    and the lesson pages: built, scrolled through, idle: no model byte until the reader uses a demo; a
-    page without a demo fetches nothing from live/. The tests before this one show that a use loads the model."""
+    """Each lesson holds its demos (LESSON_DEMOS, in order). The fixture page (before any test used it) and
+    the lesson pages, scrolled through and idle, fetch no model byte; a page without a demo nothing from live/."""
     assert session.before_use == BEFORE_USE
     assert any(p.endswith("body_quantized.onnx.gz") for p in session.live_requests())
     s = fresh(**DESKTOP)
@@ -492,10 +490,9 @@ def test_every_reader(session, fresh):
 
 
 def test_no_long_task_while_loading_and_ranking(fresh):
-    """CPU slowed 4x: from the reader's first key to the ranking, no script of the demos runs on the
-    page's thread for over LONG_TASK_MS (the model loads and runs in a worker), and the box takes
-    every key meanwhile. The page's whole tasks, which count other jobs' time too, are
-    benchmarks/live_phone.py's."""
+    """CPU slowed 4x: from the reader's first key to the ranking, no script of the demos runs on the page's
+    thread for over LONG_TASK_MS (the model runs in a worker), and the box takes every key meanwhile. The
+    page's whole tasks, which count other jobs' time too, are benchmarks/live_phone.py's."""
     s = fresh(**PHONE)
     s.context.add_init_script(LONG_SCRIPTS)
     page = s.open()
