@@ -114,7 +114,8 @@ def unnamed(page, controls: str) -> list[str]:
 
 
 def cut_demos(page) -> list[str]:
-    """The demos that scroll sideways or reach past the window's right edge."""
-    return page.evaluate("() => [...document.querySelectorAll('.live-demo')].filter(d => d.scrollWidth > "
-                         "d.clientWidth + 1 || d.getBoundingClientRect().right > innerWidth + 1)"
+    """The demos that scroll sideways or reach past the screen's right edge (on a phone, innerWidth grows with
+    what overflows; the root's clientWidth stays the screen's)."""
+    return page.evaluate("() => [...document.querySelectorAll('.live-demo')].filter(d => d.scrollWidth > d.clientWidth"
+                         " + 1 || d.getBoundingClientRect().right > document.documentElement.clientWidth + 1)"
                          ".map(d => d.dataset.live)")
