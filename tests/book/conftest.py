@@ -1,14 +1,8 @@
-"""Options of the book checks, their browser, the live demos' fixtures, and the rule that keeps a plain
-`pytest tests` off the browser.
-
-The browser is pytest-playwright's ``browser`` (one Chromium a pytest process), launched with the build
-and flags of tools/book/browser.py. The live-demo tests (``test_live*.py``) share a linked copy of the
-built book with the fixture page (``site``), its server (``live_url``), one page for the tests that use
-the model (``session``, one model load a module) and contexts of their own (``fresh``).
-
-test_browser.py and the live-demo tests run only when named (make checked-book, make browser, make
-live-check), or with --html-root for a whole-folder run; a plain `pytest tests` leaves them out and
-says so at its end.
+"""Options of the book checks, their browser (pytest-playwright's, with tools/book/browser.py's build
+and flags), and the live-demo tests' fixtures: a linked copy of the built book with the fixture page
+(``site``), its server (``live_url``), one page for the tests that use the model (``session``, one
+model load a module) and contexts of their own (``fresh``). test_browser.py and the live-demo tests
+run only when named, or with --html-root; a plain `pytest tests` leaves them out and says so at its end.
 """
 
 from __future__ import annotations
@@ -91,9 +85,11 @@ def live_url(site):
 
 
 @pytest.fixture(scope="module")
-def outside() -> list[str]:
-    """Every request a context of this module sent off 127.0.0.1 (refused)."""
-    return []
+def outside():
+    """Every request a context of this module sent off 127.0.0.1 (refused): none, at the module's end."""
+    sent: list[str] = []
+    yield sent
+    assert not sent, f"requests off the book: {sorted(set(sent))[:5]}"
 
 
 @pytest.fixture(scope="module")

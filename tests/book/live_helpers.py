@@ -1,9 +1,6 @@
 """What every test of the live demos uses: a browser context that keeps the book offline, the demos'
-state as the page keeps it (``div.labsLive``), and the checks every reader's tests share.
-
-The fixtures that make them (the built book's copy, its server, the shared page) are in
-tests/book/conftest.py; the browser itself is pytest-playwright's ``browser``, launched once per
-pytest process with the flags of tools/book/browser.py.
+state as the page keeps it (``div.labsLive``), and the checks every reader's tests share. The fixtures
+that make them are in tests/book/conftest.py.
 """
 
 from __future__ import annotations
@@ -63,7 +60,10 @@ class Session:
         return [e for e in self.errors if "/live/" in e or "live-loader" in e]
 
     def close(self):
+        """Close the context; a live error it logged fails the test."""
+        errors = self.live_errors()
         self.context.close()
+        assert not errors, errors
 
 
 def demo(page, kind: str, nth: int = 0):
@@ -114,7 +114,8 @@ def unnamed(page, controls: str) -> list[str]:
 
 
 def cut_demos(page) -> list[str]:
-    """The demos that scroll sideways or reach past the window's right edge."""
-    return page.evaluate("() => [...document.querySelectorAll('.live-demo')].filter(d => d.scrollWidth > "
-                         "d.clientWidth + 1 || d.getBoundingClientRect().right > innerWidth + 1)"
+    """The demos that scroll sideways or reach past the screen's right edge (on a phone, innerWidth grows with
+    what overflows; the root's clientWidth stays the screen's)."""
+    return page.evaluate("() => [...document.querySelectorAll('.live-demo')].filter(d => d.scrollWidth > d.clientWidth"
+                         " + 1 || d.getBoundingClientRect().right > document.documentElement.clientWidth + 1)"
                          ".map(d => d.dataset.live)")

@@ -1,7 +1,6 @@
-"""What a glossary link says, in the sources: Sphinx checks where a link lands (`make book` runs it with
--n -W: a {term} that names no entry, a broken link or anchor fail the build); these rules hold what the
-reader reads. A {term} with its own text names the entry it lands on ({term}`hard negatives <hard
-negative>`, not {term}`padding <chunking>`), and a plain link to the glossary page says it is the glossary.
+"""What a glossary link says, in the sources (where it lands is Sphinx's -n -W). A {term} with its own
+text names the entry it lands on ({term}`hard negatives <hard negative>`, not {term}`padding <chunking>`),
+and a plain link to the glossary page says it is the glossary.
 """
 
 from __future__ import annotations

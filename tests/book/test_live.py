@@ -1,22 +1,10 @@
 """The book's live demos in headless Chromium, against the Python side on the same inputs.
 
-The page is `live_page.FIXTURE` (one demo of each kind, in a copy of the built book), served on
-127.0.0.1 with every other request refused, as the browser check serves the book. What holds:
-
-- search: each one-click question's top article is the one the Python model
-  (``SentenceTransformer.encode(normalize_embeddings=True)``) ranks first, and the page's cosines
-  for a set of texts (emoji, other scripts, pasted HTML, 10,000 characters among them) are within
-  INT8_TOLERANCE of the Python model's; with the fp32 export in place of the int8 model, within
-  FP32_TOLERANCE; the fine-tuned model of the compare demo likewise against its Python twin;
-- pooling: the page's three poolings and cosines are labs' `mean_pool` / `cls_pool` of the
-  page's own token vectors (float64, within EXACT), and its token ids are the Python tokenizer's;
-- InfoNCE: shares, loss, gradients and arrows after keyboard, pointer and temperature moves are
-  labs' `row_shares`, `info_nce_rows` and `info_nce_grads` of the same vectors (within EXACT);
-- bad input: empty text, 10,000 characters, pasted HTML, typing faster than the model, a bad
-  temperature, a missing / truncated / wrong model file, file://, no WebAssembly, an old browser;
-- a page loads no model byte before the reader uses a demo, and no request leaves the book;
-- every reader: axe-core finds no serious or critical problem in the demos at 1280 and 390 px,
-  nothing is cut at 390 px, a tap works, every control has a name.
+The page is `live_page.FIXTURE` (one demo of each kind) in a linked copy of the built book, served on
+127.0.0.1. Its cosines are sentence-transformers' within INT8_TOLERANCE (FP32_TOLERANCE with the fp32
+export), its poolings and InfoNCE numbers labs' within EXACT; bad input, a bad file and a browser that
+cannot run are said; no model byte loads before a use; axe-core, names and widths hold for every reader.
+A live error logged, or a request off 127.0.0.1, fails the module (tests/book/conftest.py).
 
     pytest tests/book/test_live.py --html-root _build/html      (make checked-book runs it)
 """
@@ -35,8 +23,7 @@ from tests.book.live_helpers import (DESKTOP, LONG_SCRIPTS, PHONE, RANKED, WAIT_
                                      state, unnamed, until)
 from tools.book import live_page
 
-ROOT = Path(__file__).resolve().parents[2]
-LIVE_WORK = ROOT / "_live" / "work"  # tools/live_model.py's fp32 exports and fine-tuned folder
+LIVE_WORK = Path(__file__).resolve().parents[2] / "_live" / "work"  # tools/live_model.py's fp32 exports, fine-tuned
 INT8_TOLERANCE = 0.03  # a cosine, page (integer weights, query and documents) against sentence-transformers (fp32)
 FP32_TOLERANCE = 1e-5
 EXACT = 1e-9  # float64 arithmetic, page against labs
@@ -125,8 +112,7 @@ def labs_pools(grid, mask) -> dict:
 
 
 def shown_ok(got: dict, key: str, python: np.ndarray, ids: list[str], what: str) -> None:
-    """Every cosine of the page's ranking within INT8_TOLERANCE of the Python model's, and the ones it
-    shows are those numbers."""
+    """The page's cosines within INT8_TOLERANCE of ``python``, and its ranking shows those numbers."""
     at = {doc: i for i, doc in enumerate(ids)}
     assert np.abs(np.array(got["scores"][key]) - python).max() < INT8_TOLERANCE, (what, key)
     for row in got["rankings"][key]:
@@ -143,7 +129,7 @@ def test_search_examples_rank_as_python(session, minilm, manifest, search_docs):
     ids = manifest["sets"]["search"]["ids"]
     for i, (question, right) in enumerate(SEARCH_EXAMPLES):
         got = ask(session.page, "search", chip=i)
-        assert got["query"] == question
+        assert got["query"] == question and not got["noMatch"]
         python = search_docs @ encode(minilm, [question])[0]
         assert got["rankings"]["minilm"][0]["id"] == ids[int(np.argmax(python))], question
         shown_ok(got, "minilm", python, ids, question)
@@ -175,18 +161,9 @@ def test_cosines_agree_with_python_int8(session, minilm, search_docs, manifest):
         assert box.locator(".live-columns").get_attribute("data-query") == text
         assert box.locator("img, script, b").count() == 0 and session.page.evaluate("() => window.__pwned") is None
         assert "<img" not in text or "<img src=x" in said, said
+        if text in (TEXTS[3], TEXTS[5]):  # Chinese, Arabic: nothing matches, and the page says so
+            assert got["noMatch"] and said.startswith("Nothing here matches"), said
     assert got["cut"] and worst > 0  # the int8 model is not the fp32 one: a zero would mean the page echoed Python
-
-
-def test_empty_text_ranks_nothing(session):
-    box = demo(session.page, "search")
-    for text in ("", "   \n "):
-        box.locator("input").fill(text)
-        box.locator("button[type=submit]").click()
-        got = state(session.page, "search")
-        assert got["message"] == "empty" and got["rankings"] is None
-        assert box.locator(".live-columns").is_hidden()
-        assert "empty" in box.locator(".live-message").inner_text()
 
 
 def test_typing_faster_than_the_model(session, minilm, search_docs, manifest):
@@ -312,24 +289,28 @@ def test_pooling_is_labs_pooling(session, minilm):
         assert demo(page, "pooling").locator(".live-pad").count() == pads
 
 
-def test_pooling_empty_sentence(session):
-    box = demo(session.page, "pooling")
-    box.locator("input").nth(0).fill("  ")
-    got = state(session.page, "pooling")
-    assert got["message"] == "empty" and got["cosines"] is None
-    assert "Sentence A is empty" in box.locator(".live-message").inner_text()
-    assert box.locator("table").is_hidden()
+@pytest.mark.parametrize("kind, text, result, said, hidden", [
+    ("search", "", "rankings", "empty", ".live-columns"), ("search", "   \n ", "rankings", "empty", ".live-columns"),
+    ("pooling", "  ", "cosines", "Sentence A is empty", "table")])
+def test_empty_text_is_said(session, kind, text, result, said, hidden):
+    box = demo(session.page, kind)
+    box.locator("input").first.fill(text)
+    box.locator("input").first.press("Enter")
+    got = state(session.page, kind)
+    assert got["message"] == "empty" and got[result] is None
+    assert said in box.locator(".live-message").inner_text() and box.locator(hidden).is_hidden()
 
 
 # ---- InfoNCE --------------------------------------------------------------------------------
 
 
-def check_infonce(got: dict) -> None:
-    """The page's numbers against labs, from the page's own angles and temperature."""
+def infonce_is_labs(page, nth: int = 0) -> dict:
+    """The InfoNCE demo's state, its numbers checked against labs from its own angles and temperature."""
     from labs.lessons.duplicates import row_shares
     from labs.lessons.hard_negatives import info_nce_grads
     from labs.lessons.infonce import info_nce_rows
 
+    got = state(page, "infonce", nth)
     tau = got["tau"]
     rad = np.radians
     Q = np.array([[np.cos(rad(got["angles"]["question"])), np.sin(rad(got["angles"]["question"]))]])
@@ -342,29 +323,22 @@ def check_infonce(got: dict) -> None:
         assert np.abs(np.array(got[key]) - labs).max() < EXACT, key
     assert np.abs(np.array(got["steps"]["question"]) + tau * dQ[0]).max() < EXACT
     assert np.abs(np.array(got["steps"]["cards"]) + tau * dP).max() < EXACT
-
-
-def test_infonce_starts_at_its_temperature(session):
-    for nth, tau in ((0, 0.5), (1, 0.05)):
-        got = state(session.page, "infonce", nth)
-        assert got["tau"] == tau
-        check_infonce(got)
-        assert demo(session.page, "infonce", nth).locator(".live-number").input_value() == f"{tau:.3f}"
+    return got
 
 
 def test_infonce_moves_agree_with_labs(session):
     page = session.page
     box = demo(page, "infonce")
+    assert infonce_is_labs(page)["tau"] == 0.5 and box.locator(".live-number").input_value() == "0.500"
     box.scroll_into_view_if_needed()
     answer = box.locator('[role="slider"][aria-label="Answer card"]')
     answer.focus()
     for key in ("ArrowRight", "ArrowRight", "Shift+ArrowLeft", "PageUp"):
         before = state(page, "infonce")["angles"]["cards"][0]
         page.keyboard.press(key)
-        got = state(page, "infonce")
+        got = infonce_is_labs(page)
         step = {"ArrowRight": 1, "Shift+ArrowLeft": -10, "PageUp": 15}[key]
         assert got["angles"]["cards"][0] == (round(before) + step) % 360
-        check_infonce(got)
         assert answer.get_attribute("aria-valuenow") == str(round(got["angles"]["cards"][0]) % 360)
     # a pointer drag of the question to the top of the circle
     circle = box.locator("svg.live-circle").bounding_box()
@@ -374,23 +348,19 @@ def test_infonce_moves_agree_with_labs(session):
     page.mouse.down()
     page.mouse.move(cx - 40, cy - 100, steps=5)
     page.mouse.up()
-    got = state(page, "infonce")
-    want = np.degrees(np.arctan2(100, -40)) % 360
-    assert abs(got["angles"]["question"] - want) < 3  # the pointer's angle, to the pixel
-    check_infonce(got)
+    got = infonce_is_labs(page)
+    assert abs(got["angles"]["question"] - np.degrees(np.arctan2(100, -40)) % 360) < 3  # the pointer's angle
     # the temperature: the slider's keys (continuous, on a log scale) and a typed value
     box.locator(".live-range").focus()
     page.keyboard.press("ArrowLeft")
-    got = state(page, "infonce")
+    got = infonce_is_labs(page)
     assert got["tau"] == pytest.approx(10 ** float(box.locator(".live-range").input_value()), rel=1e-12)
     assert 0.49 < got["tau"] < 0.5  # one step of the slider: about 0.2% colder
-    check_infonce(got)
     number = box.locator(".live-number")
     number.fill("0.07")
     number.press("Enter")
-    got = state(page, "infonce")
+    got = infonce_is_labs(page)
     assert got["tau"] == 0.07
-    check_infonce(got)
     # the arrows drawn are the steps
     drawn = [[float(x) for x in a.split()] for a in box.locator(".live-arrow").evaluate_all(
         "gs => gs.map(g => g.getAttribute('data-step'))")]
@@ -401,7 +371,8 @@ def test_infonce_moves_agree_with_labs(session):
 
 def test_infonce_bad_temperature(session):
     box = demo(session.page, "infonce", 1)
-    before = state(session.page, "infonce", 1)["tau"]
+    before = infonce_is_labs(session.page, 1)["tau"]
+    assert before == 0.05 and box.locator(".live-number").input_value() == "0.050"  # the lesson's start
     for typed in ("0", "-1", "5", "1e9"):
         number = box.locator(".live-number")
         number.fill(typed)
@@ -416,11 +387,10 @@ def test_infonce_bad_temperature(session):
 def test_bad_model_file_names_it(book, swap, fresh):
     """A missing, a truncated and a wrong model file (one browser: what it cached stays, the bad file is never cached)."""
     data = (book / MODEL_FILE).read_bytes()
-    flipped = bytearray(data)
-    flipped[len(flipped) // 2] ^= 0xFF
+    half = len(data) // 2
     s = fresh()
-    for damage, bad, said in (("missing", None, "is missing"), ("truncated", data[: len(data) // 2], "is truncated"),
-                              ("wrong", bytes(flipped), "SHA-256 differs")):
+    for damage, bad, said in (("missing", None, "is missing"), ("truncated", data[:half], "is truncated"),
+                              ("wrong", data[:half] + bytes([data[half] ^ 0xFF]) + data[half + 1:], "SHA-256 differs")):
         swap(MODEL_FILE, bad)
         page = s.open()
         demo(page, "search").locator(".live-chip").nth(1).click()
@@ -429,7 +399,6 @@ def test_bad_model_file_names_it(book, swap, fresh):
         assert MODEL_FILE in note and said in note, (damage, note)
         assert got["stored"] and got["rankings"]["minilm"], damage
         assert "Stored result" in demo(page, "search").locator(".live-message").inner_text(), damage
-    assert not s.live_errors()
 
 
 def test_token_table_comes_by_the_row(book, swap, fresh, minilm, manifest):
@@ -461,15 +430,15 @@ def test_token_table_comes_by_the_row(book, swap, fresh, minilm, manifest):
     assert missing in note and "is missing" in note, note
 
 
-@pytest.mark.parametrize("how", ["file", "no-wasm", "old-browser"])
-def test_cannot_run_says_how_and_shows_the_stored_example(how, site, fresh):
+@pytest.mark.parametrize("how, want", [("file", "make serve"), ("no-wasm", "no WebAssembly"),
+                                       ("old-browser", "too old")])
+def test_cannot_run_says_how_and_shows_the_stored_example(how, want, site, fresh):
     s = fresh()
     if how == "no-wasm":
         s.context.add_init_script("delete window.WebAssembly")
     elif how == "old-browser":
         s.context.add_init_script("delete HTMLScriptElement.prototype.noModule")  # no JavaScript modules
     page = s.open((site / live_page.FIXTURE).resolve().as_uri() if how == "file" else live_page.FIXTURE)
-    want = {"file": "make serve", "no-wasm": "no WebAssembly", "old-browser": "too old"}[how]
     for kind in ("search", "pooling", "compare"):
         note = demo(page, kind).locator(".live-note")
         assert want in note.inner_text(), kind
@@ -479,18 +448,16 @@ def test_cannot_run_says_how_and_shows_the_stored_example(how, site, fresh):
     demo(page, "search").locator("input").fill("my own question")  # kept as typed; the stored result stays
     assert demo(page, "search").locator("input").input_value() == "my own question"
     assert state(page, "search")["stored"]
-    check_infonce(state(page, "infonce"))  # no model needed: the explorable works anyway
+    infonce_is_labs(page)  # no model needed: the explorable works anyway
     assert not [u for u in s.requests if "/live/models/" in u or "/live/runtime/" in u]
-    assert not s.live_errors()
 
 
 # ---- weight, network, every reader ---------------------------------------------------------
 
 
 def test_no_model_bytes_before_use(session, fresh):
-    """Each lesson holds its demos (LESSON_DEMOS, in order). The fixture page (before any test used it)
-    and the lesson pages: built, scrolled through, idle: no model byte until the reader uses a demo; a
-    page without a demo fetches nothing from live/. The tests before this one show that a use loads the model."""
+    """Each lesson holds its demos (LESSON_DEMOS, in order). The fixture page (before any test used it) and
+    the lesson pages, scrolled through and idle, fetch no model byte; a page without a demo nothing from live/."""
     assert session.before_use == BEFORE_USE
     assert any(p.endswith("body_quantized.onnx.gz") for p in session.live_requests())
     s = fresh(**DESKTOP)
@@ -503,15 +470,12 @@ def test_no_model_bytes_before_use(session, fresh):
         page.wait_for_timeout(300)
         fetched = set(s.live_requests())
         assert fetched == (BEFORE_USE if demos else set()), (rel, fetched)
-    assert not s.live_errors()
 
 
 def test_every_reader(session, fresh):
-    """axe-core: no serious or critical problem inside the demos at 1280 and 390 px; nothing cut at 390 px;
-    every input and button named; a tap on a phone ranks."""
-    s = fresh(**PHONE)
-    phone = s.open()
-    demo(phone, "search").locator(".live-chip").first.tap()
+    """axe-core: no serious or critical problem inside the demos at 1280 and 390 px (and dark); nothing cut
+    at 390 px; every input and button named."""
+    phone = fresh(**PHONE).open()
     ask(phone, "search", chip=0)
     for page, width in ((session.page, "1280 px"), (phone, "390 px")):
         assert not axe_problems(page, ".live-demo"), width
@@ -520,23 +484,15 @@ def test_every_reader(session, fresh):
             assert not axe_problems(page, ".live-demo"), f"{width}, dark theme"
         assert not unnamed(page, ".live-demo input, .live-demo button, .live-demo [role=slider]"), width
     assert not cut_demos(phone), "cut at 390 px"
-    assert not s.live_errors() and not session.live_errors()
-
-
-def test_no_request_leaves_the_book(session, outside):
-    """Last: every context of this module sent nothing off 127.0.0.1."""
-    assert not session.live_errors()
-    assert not outside, f"requests off the book: {sorted(set(outside))[:5]}"
 
 
 # ---- a page that never freezes, and loads only when used ------------------------------------
 
 
 def test_no_long_task_while_loading_and_ranking(fresh):
-    """CPU slowed 4x: from the reader's first key to the ranking, no script of the demos runs on the
-    page's thread for over LONG_TASK_MS (the model loads and runs in a worker), and the box takes
-    every key meanwhile. The page's whole tasks, which count other jobs' time too, are
-    benchmarks/live_phone.py's."""
+    """CPU slowed 4x: from the reader's first key to the ranking, no script of the demos runs on the page's
+    thread for over LONG_TASK_MS (the model runs in a worker), and the box takes every key meanwhile. The
+    page's whole tasks, which count other jobs' time too, are benchmarks/live_phone.py's."""
     s = fresh(**PHONE)
     s.context.add_init_script(LONG_SCRIPTS)
     page = s.open()
@@ -561,8 +517,7 @@ def test_no_long_task_while_loading_and_ranking(fresh):
         assert state(page, "search")["status"] == "loading"
         for r in held:
             r.continue_()
-        got = until(page, "search", RANKED, "my kettle leaks")
-        assert got["rankings"]["minilm"] and not got["stored"]
+        until(page, "search", RANKED, "my kettle leaks")  # ranked by the page, not stored
         page.keyboard.type(" water")  # a second ranking, model loaded
         until(page, "search", RANKED, "my kettle leaks water")
         scripts = page.evaluate("t0 => window.__scripts.filter(e => e[0] >= t0 && e[2].includes('/live/'))", t0)
@@ -572,7 +527,6 @@ def test_no_long_task_while_loading_and_ranking(fresh):
     slow = [e for e in scripts if e[1] > LONG_TASK_MS]
     assert not slow, f"the demos' scripts ran over {LONG_TASK_MS} ms on the page's thread: {slow}"
     assert any(u.endswith("/live/worker.mjs") for u in s.live_requests())
-    assert not s.live_errors()
 
 
 def test_focus_loads_nothing(fresh):
@@ -588,21 +542,6 @@ def test_focus_loads_nothing(fresh):
     assert set(s.live_requests()) <= BEFORE_USE, s.live_requests()  # no model byte, nor any other file of live/
     with page.expect_request("**/live/manifest.json*", timeout=WAIT_MS):
         page.keyboard.press("Enter")  # Enter in the pooling form: that is a use
-    assert not s.live_errors()
-
-
-def test_example_shows_stored_at_once_then_live(fresh):
-    """A one-click example shows its stored ranking at once, marked as stored, then the page's own."""
-    page = fresh(**PHONE).open()
-    demo(page, "search").locator(".live-chip").nth(1).tap()
-    got = state(page, "search")
-    assert got["stored"] and got["rankings"]["minilm"]
-    assert demo(page, "search").locator(".live-columns").get_attribute("data-stored") == "true"
-    said = demo(page, "search").locator(".live-message").inner_text()
-    assert said.startswith("Stored result") and "as soon as the model has loaded" in said
-    got = ask(page, "search", chip=1)
-    assert not got["stored"] and demo(page, "search").locator(".live-columns").get_attribute("data-stored") is None
-    assert demo(page, "search").locator(".live-message").inner_text().startswith("Ranked for")
 
 
 def test_leaving_the_page_stops_the_download(fresh):
@@ -624,9 +563,7 @@ def test_leaving_the_page_stops_the_download(fresh):
     assert onnx and all("ABORTED" in (f[1] or "") for f in onnx), failed
     cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1,
                                                    "uploadThroughput": -1})
-    got = ask(page, "search", chip=0)
-    assert got["rankings"]["minilm"] and not got["stored"]
-    assert not s.live_errors()
+    ask(page, "search", chip=0)  # the page's own ranking: the model loaded afresh
 
 
 def test_maths_module_is_labs(session):
@@ -671,11 +608,20 @@ def test_maths_module_is_labs(session):
 # ---- a phone: 390 px ----------------------------------------------------------------------
 
 
-def test_phone_ranking_right_under_the_box(fresh):
-    """390 px: the first result starts right under the box; the load report is short and after the results."""
+def test_phone_example_stored_at_once_then_live_under_the_box(fresh):
+    """390 px: a one-click example shows its stored ranking at once, marked as stored, then the page's own,
+    its first result right under the box and the short load report after the results."""
     page = fresh(**PHONE).open()
-    ask(page, "search", chip=0)
     d = demo(page, "search")
+    d.locator(".live-chip").nth(1).tap()
+    got = state(page, "search")
+    assert got["stored"] and got["rankings"]["minilm"]
+    assert d.locator(".live-columns").get_attribute("data-stored") == "true"
+    said = d.locator(".live-message").inner_text()
+    assert said.startswith("Stored result") and "as soon as the model has loaded" in said
+    got = ask(page, "search", chip=1)
+    assert not got["stored"] and d.locator(".live-columns").get_attribute("data-stored") is None
+    assert d.locator(".live-message").inner_text().startswith("Ranked for")
     form = d.locator("form").bounding_box()
     first = d.locator(".live-ranking li").first.bounding_box()
     assert first["y"] - (form["y"] + form["height"]) < 60, (form, first)
@@ -724,8 +670,7 @@ def test_phone_arrows_stay_in_the_figure(fresh):
                              ".map(e => e.getBoundingClientRect()).filter(r => r.left < f.left - .5"
                              " || r.top < f.top - .5 || r.right > f.right + .5 || r.bottom > f.bottom + .5).length; }")
             assert out == 0, (tau, key)  # no part of an arrow outside the figure
-            got = state(page, "infonce", 1)
-            check_infonce(got)
+            got = infonce_is_labs(page, 1)
             assert d.locator(".live-clamp-note").is_visible() == (got["clamped"] > 0)
             assert d.locator(".live-arrow.live-clamped").count() == got["clamped"]
             seen += got["clamped"]
@@ -733,7 +678,7 @@ def test_phone_arrows_stay_in_the_figure(fresh):
 
 
 def test_phone_messages_match_the_text(session):
-    """Two models, two limits; a long sentence's chips counted, its cut said first; nothing matched said so."""
+    """Two models, two limits; a long sentence's chips counted, its cut said first."""
     page = session.page
     got = ask(page, "compare", LONG)
     said = demo(page, "compare").locator(".live-message").inner_text()
@@ -748,12 +693,6 @@ def test_phone_messages_match_the_text(session):
     more = box.locator(".live-more").all_inner_texts()
     assert more and "[PAD]" in more[1]
     assert message.bounding_box()["y"] < box.locator(".live-tokens").bounding_box()["y"]
-    for text in (TEXTS[3], TEXTS[5]):  # Chinese, Arabic: nothing matches
-        got = ask(page, "search", text)
-        assert got["noMatch"], text
-        assert demo(page, "search").locator(".live-message").inner_text().startswith("Nothing here matches")
-    for i in range(demo(page, "search").locator(".live-chip").count()):
-        assert not ask(page, "search", chip=i)["noMatch"]
 
 
 def test_phone_book_pages(fresh, site):
@@ -773,9 +712,9 @@ def test_phone_book_pages(fresh, site):
     wide = page.evaluate("() => [...document.querySelectorAll('.bd-article .cell_input pre')].filter(p => "
                          "p.offsetParent && p.scrollWidth > p.clientWidth + 1).length")
     assert wide == 0
-    pages = [p for p in sorted((site / "notebooks").glob("*.html")) if 'class="mermaid"' in p.read_text(encoding="utf-8")]
-    assert pages
-    s.open(pages[0].resolve().as_uri(), wait_demos=False)
+    diagram_page = next(p for p in sorted((site / "notebooks").glob("*.html"))
+                        if 'class="mermaid"' in p.read_text(encoding="utf-8"))
+    s.open(diagram_page.resolve().as_uri(), wait_demos=False)
     diagrams = page.locator("pre.mermaid").count()
     assert diagrams > 0
     expect(page.locator(".course-file-note")).to_have_count(diagrams)

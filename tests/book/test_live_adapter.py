@@ -30,7 +30,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.book.live_helpers import DESKTOP, LONG_SCRIPTS, PHONE, Session, axe_problems, demo, state, until
+from tests.book.live_helpers import (DESKTOP, LONG_SCRIPTS, PHONE, Session, axe_problems, cut_demos, demo, state,
+                                     unnamed, until)
 
 PAGE = "notebooks/05_hard_negatives.html"
 EXACT = 1e-9  # float64 arithmetic, page against torch and labs
@@ -288,10 +289,8 @@ def test_every_reader_keyboard_names_and_phone(browser, live_url, outside):
         page = s.open(PAGE)
         d = demo(page, "adapter")
         d.scroll_into_view_if_needed()
-        assert d.evaluate("d => d.scrollWidth <= d.clientWidth + 1 && d.getBoundingClientRect().right <= innerWidth + 1")
-        unnamed = d.evaluate("""d => [...d.querySelectorAll('input, button, select')].filter(e => !(e.labels && e.labels.length)
-            && !e.getAttribute('aria-label') && !e.textContent.trim()).map(e => e.outerHTML.slice(0, 80))""")
-        assert not unnamed, unnamed
+        assert not cut_demos(page), "cut at 390 px"
+        assert not unnamed(page, ".live-demo input, .live-demo button, .live-demo select")
         assert d.locator(".live-summary[aria-live=polite]").count() == 1
         assert d.locator(".live-problem[aria-live=polite]").count() == 1
         steps = d.get_by_label("Steps", exact=True)

@@ -1,12 +1,7 @@
-"""A page with one live demo of each kind, in a copy of the built book: what test_live.py and
-benchmarks/live_model.py drive in Chromium.
-
-`mirror` makes the copy cheaply (links to the built book's files, so that a test can replace one
-file of the model, or the manifest, without touching the book), and writes `FIXTURE`: a lesson
-page of the built book with its article replaced by the six demos (search, pooling, InfoNCE at
-tau 0.5 and 0.05, compare, the batch lab). It is the built page otherwise, with the theme's and the course's
-scripts and styles and the live loader as Sphinx put them there, so the demos are tested as a
-reader meets them whether or not the lessons have their demos yet.
+"""A page with one live demo of each kind, in a copy of the built book, for test_live*.py and
+benchmarks/live_model.py. The copy is links (a test replaces one file without touching the book); the
+page, `FIXTURE`, is a built lesson page with its article replaced by `DEMOS`, so the demos meet the
+theme's and the course's scripts and styles as a reader's page has them.
 """
 
 from __future__ import annotations
