@@ -209,17 +209,20 @@ def cut_problems(found: list[dict], width: str) -> list[Problem]:
     return out
 
 
-def mermaid_text_problems(diagrams: list[dict], width: str) -> list[Problem]:
-    """A diagram's smallest label as drawn: its font size times the diagram's scale."""
+def mermaid_problems(diagrams: list[dict], width: str) -> list[Problem]:
+    """Diagrams shrunk below MERMAID_MIN of their size, and labels under MERMAID_TEXT_MIN_PX as drawn."""
     out = []
     for d in diagrams:
-        drawn = d["fontPx"] * d["scale"]
-        if drawn < MERMAID_TEXT_MIN_PX - 1e-6:
+        where = f'{width}: {d["what"]} near "{d["near"]}"'
+        if d["scale"] < MERMAID_MIN[width] - 1e-3:
+            out.append(Problem("mermaid-scale", f"{where} drawn at {d['scale']:.2f} of its natural size "
+                                                f"(at least {MERMAID_MIN[width]})"))
+        if d["fontPx"] and (drawn := d["fontPx"] * d["scale"]) < MERMAID_TEXT_MIN_PX - 1e-6:
             fits = d["column"] * d["fontPx"] / MERMAID_TEXT_MIN_PX
-            out.append(Problem("mermaid-text", f'{width}: {d["what"]} near "{d["near"]}": its labels are drawn at '
-                                               f"{drawn:.1f} px (at least {MERMAID_TEXT_MIN_PX:g}); it is "
-                                               f'{d["naturalWidth"]:.0f} px wide at full size and shrunk to '
-                                               f'{d["drawnWidth"]:.0f} px, legible up to {fits:.0f} px'))
+            out.append(Problem("mermaid-text", f"{where}: its labels are drawn at {drawn:.1f} px (at least "
+                                               f"{MERMAID_TEXT_MIN_PX:g}); it is {d['naturalWidth']:.0f} px wide at "
+                                               f"full size and shrunk to {d['drawnWidth']:.0f} px, legible up to "
+                                               f"{fits:.0f} px"))
     return out
 
 
@@ -439,9 +442,9 @@ def measure_width(page, root: Path, width: str) -> list[Problem]:
     settle(page)
     try:
         found = [Problem(p["rule"], f"{width}: {p['text']}")
-                 for p in page.evaluate("a => bookCheck.legibility(a)", [width == "390 px", MERMAID_MIN[width]])]
+                 for p in page.evaluate("phone => bookCheck.legibility(phone)", width == "390 px")]
         found += cut_problems(page.evaluate("() => bookCheck.cut()"), width)
-        found += mermaid_text_problems(page.evaluate("() => bookCheck.mermaidText()"), width)
+        found += mermaid_problems(page.evaluate("() => bookCheck.diagrams()"), width)
         found += math_size_problems(page.evaluate("() => bookCheck.mathSizes()"), width)
         found += check_figure_text(page, root, width)
         found += [Problem(p["rule"], f"{width}: {p['text']}")
@@ -490,45 +493,41 @@ def drawer_problems(before: dict, after: dict, lessons: int, width: str) -> list
     return []
 
 
+def _press(page, button: str, until: str, arg=None) -> dict:
+    """Press the visible button.<button>, wait up to 3 s for `until` (JS of v = navShown() and n = arg),
+    and read navShown() before Escape closes what it opened."""
+    page.locator(f"button.{button}:visible").first.click()
+    try:
+        page.wait_for_function(f"n => {{ const v = bookCheck.navShown(); return {until}; }}", arg=arg, timeout=3000)
+    except Exception:
+        pass  # read next
+    seen = page.evaluate("() => bookCheck.navShown()")
+    page.keyboard.press("Escape")
+    settle(page)
+    return seen
+
+
 def check_drawers(page, width: str, lessons: int) -> list[Problem]:
     """Press the contents button (and, where the page has an outline that is not shown, the outline
     button): the lesson list, and the outline, must show."""
     problems: list[Problem] = []
     before = page.evaluate("() => bookCheck.navShown()")
-    button = page.locator("button.primary-toggle:visible").first
     if not before["primaryButtons"]:
         return drawer_problems(before, before, lessons, width)
     if width == "1280 px" and before["lessons"] >= lessons:  # the sidebar shows the list: the button hides it
-        button.click()
-        settle(page)
-        hidden = page.evaluate("() => bookCheck.navShown()")
-        button.click()
-        settle(page)
-        after = page.evaluate("() => bookCheck.navShown()")
+        hidden = _press(page, "primary-toggle", "v.lessons < n", lessons)
+        after = _press(page, "primary-toggle", "v.lessons >= n", lessons)
         if hidden["lessons"] == after["lessons"]:
             problems.append(Problem("drawer", f"{width}: the contents button neither hides nor shows the lesson list"))
     else:
-        button.click()
-        try:
-            page.wait_for_function("n => bookCheck.navShown().lessons >= n", arg=lessons, timeout=3000)
-        except Exception:
-            pass
-        after = page.evaluate("() => bookCheck.navShown()")
-        page.keyboard.press("Escape")
-        settle(page)
+        after = _press(page, "primary-toggle", "v.lessons >= n", lessons)
     problems += drawer_problems(before, after, lessons, width)
     now = page.evaluate("() => bookCheck.navShown()")
     if now["hasOutline"] and not now["outline"]:
         if not now["secondaryButtons"]:
             problems.append(Problem("drawer", f"{width}: the page outline is not shown and no visible button opens it"))
-        else:
-            page.locator("button.secondary-toggle:visible").first.click()
-            try:
-                page.wait_for_function("() => bookCheck.navShown().outline > 0", timeout=3000)
-            except Exception:
-                problems.append(Problem("drawer", f"{width}: the outline button does not show the page outline"))
-            page.keyboard.press("Escape")
-            settle(page)
+        elif not _press(page, "secondary-toggle", "v.outline > 0")["outline"]:
+            problems.append(Problem("drawer", f"{width}: the outline button does not show the page outline"))
     return problems
 
 
@@ -567,14 +566,8 @@ def tab_counts(page, limit: int = 30) -> list[dict]:
     return counts
 
 
-@dataclass
-class PageResult:
-    problems: list[Problem]
-    summary: str
-
-
-def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) -> PageResult:
-    """Every rule on one page, at 1280 px and then at 390 px."""
+def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) -> tuple[list[Problem], str]:
+    """Every rule on one page, at 1280 px and then at 390 px: (problems, a summary of what it held)."""
     rel = path.relative_to(root).as_posix()
     url = f"{base_url}/{rel}"
     problems: list[Problem] = []
@@ -610,7 +603,7 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
     if "<article" not in html:  # a redirect page (the root index.html): it works offline, nothing to measure
         page.wait_for_timeout(300)
         offline()
-        return PageResult(problems, "a redirect")
+        return problems, "a redirect"
     page.evaluate(MEASURE_JS)
 
     has_math = 'class="math' in html
@@ -676,7 +669,7 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
     summary = (f"math {'yes' if has_math else 'no'}, mermaid {mermaid}, widgets {views}, "
                f"slider positions checked {positions}"
                + (f", Tabs from heading to slider {[t['tabs'] for t in tabs]}" if tabs else ""))
-    return PageResult(problems, summary)
+    return problems, summary
 
 
 # ---- page weights ------------------------------------------------------------------------
@@ -690,20 +683,22 @@ ICON_SCRIPT = "scripts/fontawesome.js"
 WIDGET_RUNTIME = "widgets/embed-amd.js"
 
 
-def page_assets(root: Path, path: Path) -> dict[str, int]:
-    """The book's files a page names as scripts and stylesheets (its <script src> and stylesheet
-    <link>s), with their sizes: what a first visit fetches besides the page and its images
-    (fonts, and what the scripts load later, aside)."""
+def _local_files(root: Path, path: Path, pattern: re.Pattern) -> dict[str, int]:
+    """The book's files a page names (in the group `pattern` matched), each once, with their sizes."""
     found = {}
-    for groups in ASSET_RE.findall(path.read_text(errors="replace")):
-        src = next(g for g in groups if g)
-        url = urlparse(src)
+    for m in pattern.finditer(path.read_text(errors="replace")):
+        url = urlparse(m.group(m.lastindex))
         if url.scheme or url.netloc:
             continue
         target = (path.parent / unquote(url.path)).resolve()
         if target.is_file() and root in target.parents:
             found[target.relative_to(root).as_posix()] = target.stat().st_size
     return found
+
+
+def page_assets(root: Path, path: Path) -> dict[str, int]:
+    """The scripts and stylesheets a page names: what a first visit fetches besides the page and its images."""
+    return _local_files(root, path, ASSET_RE)
 
 
 def asset_problems(root: Path, pages: list[Path]) -> list[Problem]:
@@ -724,16 +719,8 @@ def asset_problems(root: Path, pages: list[Path]) -> list[Problem]:
 
 def page_weights(root: Path, pages: list[Path]) -> dict:
     """Bytes of each page (its HTML, stored outputs inline, plus the _images it loads) and of the book."""
-    weights = {}
-    for path in pages:
-        total = path.stat().st_size
-        for src in set(IMG_RE.findall(path.read_text(errors="replace"))):
-            if src.startswith("data:"):
-                continue
-            image = (path.parent / unquote(urlparse(src).path)).resolve()
-            if image.is_file() and root in image.parents:
-                total += image.stat().st_size
-        weights[path.relative_to(root).as_posix()] = total
+    weights = {path.relative_to(root).as_posix(): path.stat().st_size + sum(_local_files(root, path, IMG_RE).values())
+               for path in pages}
     live = root / LIVE_FOLDER
     book = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and live not in f.parents)
     live_bytes = sum(f.stat().st_size for f in live.rglob("*") if f.is_file())

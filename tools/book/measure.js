@@ -95,8 +95,23 @@ window.bookCheck = (() => {
                   shown: Math.round(f.seen)}));
   };
 
-  // The legibility rules of issue 15 (the 1280 px ones only at 1280 px).
-  const legibility = ([phone, mermaidMin]) => {
+  // What a reader meets: `tag` names an element; `sticking` lists what reaches past left..right of
+  // top (the page, or a lesson cell) with nothing between to scroll or clip it.
+  const tag = e => `<${e.tagName.toLowerCase()} class="${e.className}"> ${Math.round(e.getBoundingClientRect().width)} px `
+    + `near "${near(e, article)}"`;
+  const unclipped = (e, top) => {
+    for (let a = e.parentElement; a && a !== top; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== 'visible') return false;
+    }
+    return true;
+  };
+  const sticking = (top, left, right) => [...top.querySelectorAll('*')].filter(e => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && (r.right > right + 1 || r.left < left - 1) && unclipped(e, top);
+  }).slice(0, 3).map(tag).join('; ');
+
+  // Layout rules computed in the page, each {rule, text}; code-scroll at 1280 px only.
+  const legibility = phone => {
     const out = [];
     const wide = el => el.closest('.wide, .tag_wide');
     if (!phone) {
@@ -119,62 +134,33 @@ window.bookCheck = (() => {
                  + `${column}) near "${near(c, article)}": split it`});
       }
     }
-    for (const svg of article.querySelectorAll('.mermaid > svg')) {
-      const box = svg.viewBox && svg.viewBox.baseVal;
-      const drawn = svg.getBoundingClientRect();
-      if (!box || !box.width || !box.height) continue;
-      const scale = Math.min(drawn.width / box.width, drawn.height / box.height);  // the SVG is fitted, not cut
-      if (scale < mermaidMin - 1e-3) {
-        out.push({rule: 'mermaid-scale', text: `${describe(svg)} near "${near(svg, article)}" drawn at ${scale.toFixed(2)} `
-                 + `of its natural size (at least ${mermaidMin})`});
-      }
-    }
-    // Nothing between e and top (the page, or its cell) would scroll or clip it.
-    const unclipped = (e, top) => {
-      for (let a = e.parentElement; a && a !== top; a = a.parentElement) {
-        if (getComputedStyle(a).overflowX !== 'visible') return false;
-      }
-      return true;
-    };
     const page = document.documentElement.scrollWidth;
     if (page > window.innerWidth + 1) {
-      const culprits = [...document.body.querySelectorAll('*')]
-        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && e.getBoundingClientRect().width > 0)
-        .filter(e => unclipped(e, document.body))
-        .slice(0, 3).map(e => `<${e.tagName.toLowerCase()} class="${e.className}"> near "${near(e, article)}"`);
       out.push({rule: 'page-scroll', text: `the page scrolls sideways (${page} px wide in ${window.innerWidth}): `
-               + culprits.join('; ')});
+               + sticking(document.body, -Infinity, window.innerWidth)});
     }
     // A lesson's cell is laid out apart (content-visibility: auto, course.css), so what is wider than
     // the cell does not make the page scroll: the cell cuts it, and its scrollWidth does not show it.
     for (const cell of article.querySelectorAll('div.cell')) {
       const box = cell.getBoundingClientRect();
-      const over = [...cell.querySelectorAll('*')].filter(e => {
-        const r = e.getBoundingClientRect();
-        return r.width > 0 && (r.right > box.right + 1 || r.left < box.left - 1);
-      }).filter(e => unclipped(e, cell));
-      if (over.length) {
-        out.push({rule: 'cell-cut', text: `cut by its cell (${Math.round(box.width)} px wide): `
-                 + over.slice(0, 3).map(e => `<${e.tagName.toLowerCase()} class="${e.className}"> `
-                   + `${Math.round(e.getBoundingClientRect().width)} px near "${near(e, article)}"`).join('; ')});
-      }
+      const over = sticking(cell, box.left, box.right);
+      if (over) out.push({rule: 'cell-cut', text: `cut by its cell (${Math.round(box.width)} px wide): ${over}`});
     }
     return out;
   };
 
-  // Mermaid labels as drawn: their font size times the diagram's scale.
-  const mermaidText = () => {
+  // Each diagram's scale as drawn (fitted, not cut) and its smallest label's font size (null: none).
+  const diagrams = () => {
     const out = [];
     for (const svg of article.querySelectorAll('.mermaid > svg')) {
       const box = svg.viewBox && svg.viewBox.baseVal;
       const drawn = svg.getBoundingClientRect();
-      if (!box || !box.width || !drawn.width) continue;
-      const scale = drawn.width / box.width;
+      if (!box || !box.width || !box.height || !drawn.width) continue;
       const labels = [...svg.querySelectorAll('.nodeLabel, .edgeLabel, text')].filter(l => squash(l.textContent));
-      if (!labels.length) continue;
-      const size = Math.min(...labels.map(l => parseFloat(getComputedStyle(l).fontSize)));
-      out.push({what: describe(svg), near: near(svg, article), fontPx: size, scale, naturalWidth: box.width,
-                drawnWidth: drawn.width, column: svg.parentElement.clientWidth});
+      out.push({what: describe(svg), near: near(svg, article), naturalWidth: box.width, drawnWidth: drawn.width,
+                scale: Math.min(drawn.width / box.width, drawn.height / box.height),
+                fontPx: labels.length ? Math.min(...labels.map(l => parseFloat(getComputedStyle(l).fontSize))) : null,
+                column: svg.parentElement.clientWidth});
     }
     return out;
   };
@@ -415,7 +401,7 @@ window.bookCheck = (() => {
             primaryButtons: buttons('button.primary-toggle'), secondaryButtons: buttons('button.secondary-toggle')};
   };
 
-  return {cut, legibility, mermaidText, mathSizes, blocks, shownFigures, unrenderedViews, unnumberedFigures,
+  return {cut, legibility, diagrams, mathSizes, blocks, shownFigures, unrenderedViews, unnumberedFigures,
           markSliders, sliderShown, settle, openDetails, restoreDetails, readers, sliderHeadings, focusHeadingOf,
           focusIn, navShown};
 })();
