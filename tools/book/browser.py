@@ -1,29 +1,19 @@
-"""The browser check of the built book: what test_browser.py runs on every page, in headless Chromium.
+"""The browser check of the built book: what test_browser.py runs on every page, in headless Chromium,
+served on 127.0.0.1 (any other request fails the page) at 1280 and 390 px. A Problem names its rule,
+width, element (a figure's caption, a table's first row, an output's first line) and by how much.
 
-Each page is served on 127.0.0.1 (requests elsewhere are blocked and fail it) and checked at 1280 and
-390 px; a problem names its rule, its width, the element (a figure's caption, a table's first row, an
-output's first line) and by how much. The rules, by name:
+- offline: `math` typeset, `mermaid` drawn, `widgets` rendered, `sliders` live and showing the stored
+  output at each position; no broken `images`, `console` error, `network` or failed `requests`;
+  `weight` of pages, the book and its live/ folder (broken links fail the build: Sphinx's -n -W);
+- nothing cut: `cut`, `page-scroll`, `cell-cut`, `equation-wide`, `code-scroll` (1280 px, outside `wide`);
+- legible: `figure-text`, `mermaid-text`, `mermaid-scale`, `math-size`;
+- `raw-tex` in prose, `author-note` anywhere (folded or not); a lesson's `time-estimate` and numbered
+  figures (`figure-caption`);
+- every reader: `axe` (critical, serious), `drawer`, `keyboard`, `slider-name`, `slider-stops`,
+  `equation-focus`, `unanswered`, `exercise-cut`, `solution-width`.
 
-- offline: `math` typeset, `mermaid` drawn, saved `widgets` rendered, every slider a live slider
-  showing the stored output of each position it is moved to (`sliders`); no broken `images`, no
-  `console` error, no `network` or failed `requests`; `weight`: pages under 3 MB, the book under 80 MB
-  (broken links, anchors and glossary terms fail the build: Sphinx's -n -W);
-- nothing cut: a figure, table, output, widget or diagram wider than what shows it (`cut`), the page
-  scrolling sideways (`page-scroll`), anything wider than its lesson cell, which clips it (`cell-cut`),
-  a wide equation (`equation-wide`), code scrolling sideways at 1280 px outside `wide` (`code-scroll`);
-- legible: figure text at least 10 px as drawn (`figure-text`), mermaid labels too (`mermaid-text`)
-  and diagrams at least MERMAID_MIN of their size (`mermaid-scale`), display math not much smaller
-  than inline math where it would fit (`math-size`);
-- no raw TeX in the prose (`raw-tex`), nothing left from writing the book (`author-note`), in prose,
-  code and outputs, folded or not; a lesson states its `time-estimate` and numbers its figures
-  (`figure-caption`);
-- every reader: `axe` (critical, serious), the contents and outline `drawer`s, sliders within reach
-  of the `keyboard`, named and announced (`slider-name`, `slider-stops`), no tab-stop equations
-  (`equation-focus`), no `unanswered` checks, exercises and solutions fit a phone (`exercise-cut`,
-  `solution-width`).
-
-The measurements run in the page (measure.js); the rules that need no browser are functions here,
-tested in tests/tools/book/test_browser_rules.py.
+measure.js measures in the page; the rules are applied on one side (its `legibility` and `readers`,
+or the functions here, tested in tests/tools/book/test_browser_rules.py).
 """
 
 from __future__ import annotations
@@ -100,15 +90,11 @@ class Problem:
         return f"[{self.rule}] {self.text}"
 
 
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep the output readable
-        pass
-
-
 @contextmanager
 def serve(root: Path) -> Iterator[str]:
     """The built book on a free 127.0.0.1 port, for as long as the block runs: its base URL."""
-    handler = functools.partial(Quiet, directory=str(root))
+    quiet = type("Quiet", (http.server.SimpleHTTPRequestHandler,), {"log_message": lambda *args: None})
+    handler = functools.partial(quiet, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -201,8 +187,6 @@ def cut_problems(found: list[dict], width: str) -> list[Problem]:
     out = []
     for f in found:
         hidden = f["full"] - f["shown"]
-        if hidden <= CUT_TOLERANCE_PX:
-            continue
         share = 100 * hidden / f["full"]
         out.append(Problem("cut", f'{width}: {f["what"]} near "{f["near"]}" is cut: {f["shown"]} of its {f["full"]} px '
                                   f"show ({hidden} px, {share:.0f}% hidden or behind a sideways scroll)"))
@@ -226,10 +210,13 @@ def mermaid_problems(diagrams: list[dict], width: str) -> list[Problem]:
     return out
 
 
-def math_size_problems(sizes: dict, width: str) -> list[Problem]:
-    """Display math much smaller than the page's inline math, where it would fit at that size."""
+def math_problems(sizes: dict, width: str) -> list[Problem]:
+    """Display math wider than its column, or much smaller than the page's inline math where it would fit."""
     out = []
     for d in sizes["display"]:
+        if d["width"] > d["column"] + 1:
+            out.append(Problem("equation-wide", f'{width}: display equation wider than its column ({d["width"]:.0f} '
+                                                f'px in {d["column"]}) near "{d["near"]}": split it'))
         reference = statistics.median(sizes["inline"]) if sizes["inline"] else d["bodyPx"]
         if d["fontPx"] >= MATH_MIN_SHARE * reference:
             continue
@@ -430,8 +417,7 @@ def check_sliders(page, html: str) -> tuple[list[str], int]:
 
 
 def settle(page) -> None:
-    """Wait until the page has laid itself out again after a change: two animation frames, and
-    the transitions it started (the theme slides its sidebar away when the window narrows)."""
+    """Wait until the page has laid itself out again after a change (measure.js `settle`)."""
     page.evaluate("() => bookCheck.settle()")
 
 
@@ -443,9 +429,9 @@ def measure_width(page, root: Path, width: str) -> list[Problem]:
     try:
         found = [Problem(p["rule"], f"{width}: {p['text']}")
                  for p in page.evaluate("phone => bookCheck.legibility(phone)", width == "390 px")]
-        found += cut_problems(page.evaluate("() => bookCheck.cut()"), width)
+        found += cut_problems(page.evaluate("px => bookCheck.cut(px)", CUT_TOLERANCE_PX), width)
         found += mermaid_problems(page.evaluate("() => bookCheck.diagrams()"), width)
-        found += math_size_problems(page.evaluate("() => bookCheck.mathSizes()"), width)
+        found += math_problems(page.evaluate("() => bookCheck.mathSizes()"), width)
         found += check_figure_text(page, root, width)
         found += [Problem(p["rule"], f"{width}: {p['text']}")
                   for p in page.evaluate("phone => bookCheck.readers(phone)", width == "390 px")]
@@ -551,7 +537,9 @@ def tab_counts(page, limit: int = 30) -> list[dict]:
     counts = []
     for s in page.evaluate("() => bookCheck.sliderHeadings()"):
         entry = {"n": s["n"], "heading": s["heading"], "tabs": None, "at": "", "limit": limit}
-        if page.evaluate("n => bookCheck.focusHeadingOf(n)", s["n"]):
+        heading = page.locator(f'[data-check-heading~="{s["n"]}"]')
+        if heading.count():
+            heading.focus()
             for tabs in range(1, limit + 1):
                 page.keyboard.press("Tab")
                 state = page.evaluate("n => bookCheck.focusIn(n)", s["n"])

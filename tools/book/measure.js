@@ -75,8 +75,8 @@ window.bookCheck = (() => {
     return {full, shown: Math.max(0, right - left)};
   };
 
-  // Figures, tables, printed outputs, widget outputs and diagrams that a reader cannot see whole.
-  const cut = () => {
+  // Figures, tables, printed outputs, widget outputs and diagrams of which over `tolerance` px is hidden.
+  const cut = tolerance => {
     const candidates = [
       ...article.querySelectorAll('img, table'),
       ...[...article.querySelectorAll('pre')].filter(isOutput),
@@ -86,7 +86,7 @@ window.bookCheck = (() => {
     const found = [];
     for (const el of candidates) {
       const {full, shown: seen} = visibleWidth(el);
-      if (full - seen > 1) found.push({el, full, seen});
+      if (full - seen > tolerance) found.push({el, full, seen});
     }
     // Report the innermost: a widget box is cut because of what it holds.
     return found
@@ -97,8 +97,8 @@ window.bookCheck = (() => {
 
   // What a reader meets: `tag` names an element; `sticking` lists what reaches past left..right of
   // top (the page, or a lesson cell) with nothing between to scroll or clip it.
-  const tag = e => `<${e.tagName.toLowerCase()} class="${e.className}"> ${Math.round(e.getBoundingClientRect().width)} px `
-    + `near "${near(e, article)}"`;
+  const tag = e => `<${e.tagName.toLowerCase()} class="${e.className}"> `
+    + `${Math.round(e.getBoundingClientRect().width)} px near "${near(e, article)}"`;
   const unclipped = (e, top) => {
     for (let a = e.parentElement; a && a !== top; a = a.parentElement) {
       if (getComputedStyle(a).overflowX !== 'visible') return false;
@@ -123,15 +123,6 @@ window.bookCheck = (() => {
           out.push({rule: 'code-scroll', text: `${kind} block scrolls sideways (${pre.scrollWidth} px in ${pre.clientWidth}) `
                    + `near "${near(pre, article)}": ${line.length} characters in "${line.trim().slice(0, 60)}"`});
         }
-      }
-    }
-    for (const c of article.querySelectorAll('mjx-container[display="true"]')) {
-      const math = c.querySelector('mjx-math');
-      const column = c.parentElement.clientWidth;
-      const width = math ? math.getBoundingClientRect().width : c.scrollWidth;
-      if (width > column + 1) {
-        out.push({rule: 'equation-wide', text: `display equation wider than its column (${Math.round(width)} px in `
-                 + `${column}) near "${near(c, article)}": split it`});
       }
     }
     const page = document.documentElement.scrollWidth;
@@ -165,7 +156,7 @@ window.bookCheck = (() => {
     return out;
   };
 
-  // Display equations: their size against the page's inline math, and whether they would fit at it.
+  // Inline math's font sizes, and each display equation's size, width and column.
   const mathSizes = () => {
     const inline = [...article.querySelectorAll('mjx-container:not([display="true"])')]
       .filter(shown).map(c => parseFloat(getComputedStyle(c).fontSize));
@@ -192,9 +183,8 @@ window.bookCheck = (() => {
       if (!parent || parent.closest(skip)) continue;  // (white space kept: it separates words and lines)
       const block = parent.closest(BLOCK) || parent;
       const kind = isOutput(parent) ? 'output' : (parent.closest('pre, code, .highlight') ? 'code' : 'prose');
-      const key = block;
-      if (!groups.has(key)) groups.set(key, {block, parts: {prose: [], code: [], output: []}});
-      groups.get(key).parts[kind].push(node.nodeValue);
+      if (!groups.has(block)) groups.set(block, {block, parts: {prose: [], code: [], output: []}});
+      groups.get(block).parts[kind].push(node.nodeValue);
     }
     const out = [];
     for (const {block, parts} of groups.values()) {
@@ -357,24 +347,18 @@ window.bookCheck = (() => {
     return out;
   };
 
-  // The live sliders in page order, each with the heading above it: for the Tab count.
-  const headingAbove = (article, box) => [...article.querySelectorAll('h2, h3')]
-    .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
-  const sliderHeadings = () => {
-    return [...article.querySelectorAll('.labs-live-slider')].map((box, n) => {
-      const h = headingAbove(article, box);
-      box.dataset.checkSlider = String(n);
-      return {n, heading: h ? words(h.textContent, 50) : ''};
-    });
-  };
-  // Focus the heading above slider n, as a keyboard reader arriving from the outline starts there.
-  const focusHeadingOf = n => {
-    const h = headingAbove(article, article.querySelector(`[data-check-slider="${n}"]`));
-    if (!h) return false;
-    if (!h.hasAttribute('tabindex')) h.setAttribute('tabindex', '-1');
-    h.focus();
-    return document.activeElement === h;
-  };
+  // The live sliders in page order, each with the heading above it (marked, and focusable as a
+  // keyboard reader arriving from the outline finds it): for the Tab count.
+  const sliderHeadings = () => [...article.querySelectorAll('.labs-live-slider')].map((box, n) => {
+    const h = [...article.querySelectorAll('h2, h3')]
+      .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
+    box.dataset.checkSlider = String(n);
+    if (h) {
+      h.dataset.checkHeading = `${h.dataset.checkHeading || ''} ${n}`;  // a heading may hold several
+      if (!h.hasAttribute('tabindex')) h.setAttribute('tabindex', '-1');
+    }
+    return {n, heading: h ? words(h.textContent, 50) : ''};
+  });
   const focusIn = n => {
     const box = document.querySelector(`[data-check-slider="${n}"]`);
     const el = document.activeElement;
@@ -402,6 +386,6 @@ window.bookCheck = (() => {
   };
 
   return {cut, legibility, diagrams, mathSizes, blocks, shownFigures, unrenderedViews, unnumberedFigures,
-          markSliders, sliderShown, settle, openDetails, restoreDetails, readers, sliderHeadings, focusHeadingOf,
-          focusIn, navShown};
+          markSliders, sliderShown, settle, openDetails, restoreDetails, readers, sliderHeadings, focusIn,
+          navShown};
 })();

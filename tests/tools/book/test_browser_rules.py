@@ -80,31 +80,26 @@ def drawn(fmt: str, dpi: int = 100, metadata: bool = True, **style) -> bytes:
     return buf.getvalue()
 
 
-def test_figure_text_is_measured_text_by_text_legends_and_exponents_included():
-    """The issue's case: 11 pt tick labels pass a 10 pt floor, but the legend (9 pt) and the log
-    axis's exponents (0.7 x 11 = 7.7 pt) do not; both SVG and PNG figures say so."""
-    assert browser.smallest_text_pt(drawn("svg")) == pytest.approx(7.7)
-    assert browser.smallest_text_pt(drawn("png")) == pytest.approx(7.7)
-    # decades in digits (setup()'s min_exponent): the legend is then the smallest
-    assert browser.smallest_text_pt(drawn("svg", **{"axes.formatter.min_exponent": 4})) == pytest.approx(9)
-
-
-def test_a_png_that_records_no_text_sizes_is_not_measured():
-    plain = drawn("png", metadata=False)
-    assert browser.png_text(plain)["Software"].startswith("Matplotlib")
-    assert browser.smallest_text_pt(plain) is None
-
-
-@pytest.mark.parametrize("fmt, dpi", [("png", 100), ("png", 200), ("svg", 72)])
-def test_figure_width_in_points_is_read_from_the_image_itself(fmt, dpi):
-    """What the figure-text rule divides by: 4 in drawn at any dpi (retina is 2x) is 288 pt."""
-    assert browser.figure_width_pt(drawn(fmt, dpi)) == pytest.approx(288, abs=0.5)
-
-
-def test_a_png_without_its_resolution_has_no_width_in_points():
+def undated_png() -> bytes:
     png = io.BytesIO()
-    Image.new("L", (2, 1)).save(png, "PNG")  # no pHYs chunk
-    assert browser.figure_width_pt(png.getvalue()) is None
+    Image.new("L", (2, 1)).save(png, "PNG")  # no pHYs chunk, no text
+    return png.getvalue()
+
+
+@pytest.mark.parametrize("figure, smallest_pt, width_pt", [
+    # the issue's case: 11 pt ticks pass a 10 pt floor, the legend (9 pt) and the log axis's
+    # exponents (0.7 x 11 = 7.7 pt) do not, in SVG and PNG; 4 in is 288 pt at any dpi (retina is 2x)
+    (lambda: drawn("svg", 72), 7.7, 288),
+    (lambda: drawn("png", 100), 7.7, 288),
+    (lambda: drawn("png", 200), 7.7, 288),
+    (lambda: drawn("svg", **{"axes.formatter.min_exponent": 4}), 9, 288),  # decades in digits: the legend
+    (lambda: drawn("png", metadata=False), None, 288),  # a PNG that records no text sizes is not measured
+    (undated_png, None, None),  # nor sized without its resolution
+], ids=["svg", "png", "png-retina", "svg-digits", "png-unrecorded", "png-no-dpi"])
+def test_figure_text_and_width_are_read_from_the_figure_itself(figure, smallest_pt, width_pt):
+    data = figure()
+    assert browser.smallest_text_pt(data) == (smallest_pt and pytest.approx(smallest_pt))
+    assert browser.figure_width_pt(data) == (width_pt and pytest.approx(width_pt, abs=0.5))
 
 
 # ---- raw TeX ---------------------------------------------------------------------------------
@@ -178,15 +173,14 @@ SEVERE = [
     {"id": "image-alt", "impact": "critical", "help": "Images must have alternative text",
      "nodes": [{"target": [".jp-RenderedSVG > img"], "html": "<img src=\"data:image/svg+xml,...\">"}]},
     {"id": "color-contrast", "impact": "serious", "help": "Elements must meet contrast",
-     "nodes": [{"target": [f"details:nth-child({i}) > summary"], "html": "<summary>Answer</summary>"} for i in range(6)]},
+     "nodes": [{"target": [f"details:nth-child({i}) > summary"], "html": "<summary>Answer</summary>"}
+               for i in range(6)]},
 ]
 
 
 @pytest.mark.parametrize("found, rules, says", [
-    (lambda: browser.cut_problems([{"what": 'Fig. 4.1 "Five words on a plane"', "near": "First intuition", "full": 554,
-                                    "shown": 342},
-                                   {"what": 'printed output "steps"', "near": "The real grid", "full": 359, "shown": 358}],
-                                  "390 px"),
+    (lambda: browser.cut_problems([{"what": 'Fig. 4.1 "Five words on a plane"', "near": "First intuition",
+                                    "full": 554, "shown": 342}], "390 px"),
      ["cut"], ['390 px: Fig. 4.1 "Five words on a plane" near "First intuition" is cut',
                "342 of its 554 px show (212 px, 38% hidden"]),
     (lambda: browser.mermaid_problems([DIAGRAM, dict(DIAGRAM, scale=0.7), dict(DIAGRAM, scale=0.5, fontPx=None)],
@@ -194,11 +188,13 @@ SEVERE = [
      ["mermaid-scale", "mermaid-text"], ["drawn at 0.41 of its natural size (at least 0.45)", "drawn at 6.6 px",
                                          "legible up to 573 px"]),
     # shrunk though it fits at full size; a too-wide one (470 px at full size) is right to shrink
-    (lambda: browser.math_size_problems({"inline": [20.4, 20.4], "display": [
+    (lambda: browser.math_problems({"inline": [20.4, 20.4], "display": [
         EQUATION, dict(EQUATION, width=320), dict(EQUATION, fontPx=20.4, width=300)]}, "390 px"),
      ["math-size"], ["drawn at 13.6 px, 67% of the page's math (20.4 px)", "(300 px in 358)"]),
+    (lambda: browser.math_problems({"inline": [16], "display": [dict(EQUATION, fontPx=16, width=420)]}, "390 px"),
+     ["equation-wide"], ["wider than its column (420 px in 358)"]),
     # a page without inline math compares with the body text
-    (lambda: browser.math_size_problems({"inline": [], "display": [dict(EQUATION, fontPx=16)]}, "390 px"), [], []),
+    (lambda: browser.math_problems({"inline": [], "display": [dict(EQUATION, fontPx=16)]}, "390 px"), [], []),
     (lambda: [p for p in [browser.figure_text_problem(*FIGURE, 342, 7.1 * 72, "390 px"),
                           browser.figure_text_problem(*FIGURE, 358, 4.9 * 72, "390 px")] if p],
      ["figure-text"], ["drawn at 6.7 px", "at most 5.0 in wide"]),
@@ -213,7 +209,8 @@ SEVERE = [
     (lambda: browser.axe_problems(SEVERE + [{"id": "region", "impact": "moderate", "help": "All content in landmarks",
                                              "nodes": [{"target": ["div"]}]}], "390 px"),
      ["axe", "axe"], ["390 px: critical image-alt", ".jp-RenderedSVG > img", "6 element(s)", "and 2 more"]),
-], ids=["cut", "mermaid", "math-size", "math-size-body", "figure-text", "figure-text-pt", "keyboard", "axe"])
+], ids=["cut", "mermaid", "math-size", "equation-wide", "math-size-body", "figure-text", "figure-text-pt", "keyboard",
+        "axe"])
 def test_a_rule_names_what_breaks_it_and_by_how_much(found, rules, says):
     problems = found()
     assert [p.rule for p in problems] == rules
