@@ -52,8 +52,6 @@ def book_url(book):
 @pytest.fixture(scope="module")
 def shots(request) -> Path | None:
     folder = request.config.getoption("screenshots")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
     return Path(folder) if folder else None
 
 

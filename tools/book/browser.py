@@ -649,6 +649,7 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
         problems += measure_width(page, root, width)
         problems += check_axe(page, width)
         if shots:
+            shots.mkdir(parents=True, exist_ok=True)
             page.evaluate("() => window.scrollTo(0, 0)")
             page.screenshot(path=str(shots / f"{name}-{'desktop' if w == DESKTOP[0] else 'phone'}.png"),
                             full_page=True)

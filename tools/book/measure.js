@@ -379,7 +379,7 @@ window.bookCheck = (() => {
     const outline = [...document.querySelectorAll('.bd-toc a, .page-toc a, #pst-page-navigation-heading-2 ~ * a')]
       .filter(visible);
     const open = [...document.querySelectorAll('dialog[open]')].map(d => d.id);
-    const buttons = sel => [...document.querySelectorAll(sel)].filter(b => b.offsetParent !== null && b.getBoundingClientRect().width > 0).length;
+    const buttons = sel => [...document.querySelectorAll(sel)].filter(shown).length;
     return {lessons: lessons.length, outline: outline.length, open,
             hasOutline: document.querySelectorAll('#pst-secondary-sidebar a, #pst-secondary-sidebar-modal a').length > 0,
             primaryButtons: buttons('button.primary-toggle'), secondaryButtons: buttons('button.secondary-toggle')};

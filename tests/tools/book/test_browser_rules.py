@@ -25,20 +25,32 @@ from tools.book.widget_state import live_sliders
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_page_weight_counts_the_html_and_its_images_and_weighs_the_live_folder_apart(tmp_path):
-    """The live demos' model (live/, fetched only on use) has its own limit; the rest of the book keeps its own."""
-    (tmp_path / "_images").mkdir()
-    (tmp_path / "_images" / "fig.png").write_bytes(b"x" * 1000)
-    (tmp_path / "_images" / "other.png").write_bytes(b"y" * 500)
-    (tmp_path / "live").mkdir()
-    (tmp_path / "live" / "model.onnx").write_bytes(b"z" * 2000)
-    page = tmp_path / "notebooks" / "01.html"
-    page.parent.mkdir()
-    html = '<img src="../_images/fig.png"><img src="../_images/fig.png"><img src="data:image/png;base64,AAAA">'
-    page.write_text(html)
-    weights = browser.page_weights(tmp_path, [page])
-    assert weights == {"pages": {"notebooks/01.html": len(html) + 1000}, "total_bytes": len(html) + 1500,
-                       "live_bytes": 2000}
+BOOK = {  # a built book: what each page loads, and what it does not
+    "_images/fig.png": b"x" * 1000,
+    "_images/other.png": b"y" * 500,
+    "_static/scripts/fontawesome.js": b"x" * 1000,
+    "_static/widgets/embed-amd.js": b"y" * 500,
+    "_static/course.css": b"z" * 20,
+    "live/model.onnx": b"z" * 2000,  # the live demos' model, fetched only on use: weighed apart
+    "book/a.html": b'<img src="../_images/fig.png"><img src="../_images/fig.png"><img src="data:image/png;base64,AA">'
+                   b'<script defer src="../_static/scripts/fontawesome.js?digest=1"></script>'
+                   b'<script src="../_static/widgets/embed-amd.js?v=2"></script>'
+                   b'<link rel="stylesheet" type="text/css" href="../_static/course.css?v=3" />',
+    "book/b.html": b'<link rel="stylesheet" href="../_static/course.css" /><script src="https://example.org/x.js">'
+                   b'</script><script src="../_static/widgets/embed-amd.js"></script>'
+                   b'<script type="application/vnd.jupyter.widget-view+json">{}</script>',
+}
+
+
+def test_pages_weigh_their_html_and_images_and_load_no_icon_script_nor_an_unused_widget_runtime(tmp_path):
+    for rel, data in BOOK.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(data)
+    pages = [tmp_path / "book" / "a.html", tmp_path / "book" / "b.html"]
+    weights = browser.page_weights(tmp_path, pages)
+    a, b = len(BOOK["book/a.html"]), len(BOOK["book/b.html"])
+    assert weights == {"pages": {"book/a.html": a + 1000, "book/b.html": b},
+                       "total_bytes": sum(map(len, BOOK.values())) - 2000, "live_bytes": 2000}
     assert browser.weight_problems(weights) == []
     heavy = dict(weights, live_bytes=browser.LIVE_LIMIT + 1)
     assert [p.text for p in browser.weight_problems(heavy)] == [
@@ -46,6 +58,11 @@ def test_page_weight_counts_the_html_and_its_images_and_weighs_the_live_folder_a
         f"(limit {browser.LIVE_LIMIT / 1e6:.0f} MB)"]
     assert len(browser.weight_problems(dict(weights, total_bytes=browser.BOOK_LIMIT + 1))) == 1
     assert len(browser.weight_problems(dict(weights, pages={"a.html": browser.PAGE_LIMIT + 1}))) == 1
+    assert browser.page_assets(tmp_path, pages[0]) == {"_static/scripts/fontawesome.js": 1000,
+                                                       "_static/widgets/embed-amd.js": 500, "_static/course.css": 20}
+    assert [p.text for p in browser.asset_problems(tmp_path, pages)] == [
+        "book/a.html loads _static/scripts/fontawesome.js (0.00 MB) for its icons",
+        "book/a.html loads the widget runtime (0.00 MB) but shows no widget"]
 
 
 def test_shown_images_compare_with_the_stored_ones():
@@ -271,27 +288,3 @@ def test_the_drawer_rule_needs_a_visible_button_and_the_lesson_list_behind_it():
     assert hidden.rule == "drawer" and "no visible button opens the contents" in hidden.text
     (dead,) = browser.drawer_problems(nav(0), nav(0), 9, "390 px")  # the issue's case: the button does nothing
     assert "0 of the 9 lessons are listed (dialogs open: none)" in dead.text
-
-
-def test_pages_name_their_scripts_and_no_page_loads_the_icon_script_or_an_unused_widget_runtime(tmp_path):
-    static = tmp_path / "_static"
-    (static / "scripts").mkdir(parents=True)
-    (static / "widgets").mkdir()
-    (static / "scripts" / "fontawesome.js").write_bytes(b"x" * 1000)
-    (static / "widgets" / "embed-amd.js").write_bytes(b"y" * 500)
-    (static / "course.css").write_bytes(b"z" * 20)
-    (tmp_path / "book").mkdir()
-    heavy = tmp_path / "book" / "a.html"
-    heavy.write_text('<script defer src="../_static/scripts/fontawesome.js?digest=1"></script>'
-                     '<script src="../_static/widgets/embed-amd.js?v=2"></script>'
-                     '<link rel="stylesheet" type="text/css" href="../_static/course.css?v=3" />')
-    light = tmp_path / "book" / "b.html"
-    light.write_text('<link rel="stylesheet" href="../_static/course.css" /><script src="https://example.org/x.js">'
-                     '</script><script src="../_static/widgets/embed-amd.js"></script>'
-                     '<script type="application/vnd.jupyter.widget-view+json">{}</script>')
-    assert browser.page_assets(tmp_path, heavy) == {"_static/scripts/fontawesome.js": 1000,
-                                                    "_static/widgets/embed-amd.js": 500, "_static/course.css": 20}
-    problems = browser.asset_problems(tmp_path, [heavy, light])
-    assert [p.text for p in problems] == [
-        "book/a.html loads _static/scripts/fontawesome.js (0.00 MB) for its icons",
-        "book/a.html loads the widget runtime (0.00 MB) but shows no widget"]
