@@ -676,10 +676,7 @@ def _local_files(root: Path, path: Path, pattern: re.Pattern) -> dict[str, int]:
     """The book's files a page names (in the group `pattern` matched), each once, with their sizes."""
     found = {}
     for m in pattern.finditer(path.read_text(errors="replace")):
-        url = urlparse(m.group(m.lastindex))
-        if url.scheme or url.netloc:
-            continue
-        target = (path.parent / unquote(url.path)).resolve()
+        target = (path.parent / unquote(urlparse(m.group(m.lastindex)).path)).resolve()  # a URL elsewhere: no file
         if target.is_file() and root in target.parents:
             found[target.relative_to(root).as_posix()] = target.stat().st_size
     return found
