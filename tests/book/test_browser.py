@@ -52,8 +52,6 @@ def book_url(book):
 @pytest.fixture(scope="module")
 def shots(request) -> Path | None:
     folder = request.config.getoption("screenshots")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
     return Path(folder) if folder else None
 
 
@@ -68,12 +66,12 @@ def test_page_weights(book):
 def test_page(page_path, book, browser, book_url, shots):
     context = browser.new_context()
     try:
-        result = checks.check_page(context.new_page(), book, book / page_path, book_url, shots)
+        problems, summary = checks.check_page(context.new_page(), book, book / page_path, book_url, shots)
     finally:
         context.close()
-    if result.problems:
-        pytest.fail(f"{page_path} ({result.summary}): {len(result.problems)} problem(s)\n"
-                    + "\n".join(f"  - {p}" for p in result.problems), pytrace=False)
+    if problems:
+        pytest.fail(f"{page_path} ({summary}): {len(problems)} problem(s)\n"
+                    + "\n".join(f"  - {p}" for p in problems), pytrace=False)
 
 
 SLIDER_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">

@@ -1,29 +1,19 @@
-"""The browser check of the built book: what test_browser.py runs on every page, in headless Chromium.
+"""The browser check of the built book: what test_browser.py runs on every page, in headless Chromium,
+served on 127.0.0.1 (any other request fails the page) at 1280 and 390 px. A Problem names its rule,
+width, element (a figure's caption, a table's first row, an output's first line) and by how much.
 
-Each page is served on 127.0.0.1 (requests elsewhere are blocked and fail it) and checked at 1280 and
-390 px; a problem names its rule, its width, the element (a figure's caption, a table's first row, an
-output's first line) and by how much. The rules, by name:
+- offline: `math` typeset, `mermaid` drawn, `widgets` rendered, `sliders` live and showing the stored
+  output at each position; no broken `images`, `console` error, `network` or failed `requests`;
+  `weight` of pages, the book and its live/ folder (broken links fail the build: Sphinx's -n -W);
+- nothing cut: `cut`, `page-scroll`, `cell-cut`, `equation-wide`, `code-scroll` (1280 px, outside `wide`);
+- legible: `figure-text`, `mermaid-text`, `mermaid-scale`, `math-size`;
+- `raw-tex` in prose, `author-note` anywhere (folded or not); a lesson's `time-estimate` and numbered
+  figures (`figure-caption`);
+- every reader: `axe` (critical, serious), `drawer`, `keyboard`, `slider-name`, `slider-stops`,
+  `equation-focus`, `unanswered`, `exercise-cut`, `solution-width`.
 
-- offline: `math` typeset, `mermaid` drawn, saved `widgets` rendered, every slider a live slider
-  showing the stored output of each position it is moved to (`sliders`); no broken `images`, no
-  `console` error, no `network` or failed `requests`; `weight`: pages under 3 MB, the book under 80 MB
-  (broken links, anchors and glossary terms fail the build: Sphinx's -n -W);
-- nothing cut: a figure, table, output, widget or diagram wider than what shows it (`cut`), the page
-  scrolling sideways (`page-scroll`), anything wider than its lesson cell, which clips it (`cell-cut`),
-  a wide equation (`equation-wide`), code scrolling sideways at 1280 px outside `wide` (`code-scroll`);
-- legible: figure text at least 10 px as drawn (`figure-text`), mermaid labels too (`mermaid-text`)
-  and diagrams at least MERMAID_MIN of their size (`mermaid-scale`), display math not much smaller
-  than inline math where it would fit (`math-size`);
-- no raw TeX in the prose (`raw-tex`), nothing left from writing the book (`author-note`), in prose,
-  code and outputs, folded or not; a lesson states its `time-estimate` and numbers its figures
-  (`figure-caption`);
-- every reader: `axe` (critical, serious), the contents and outline `drawer`s, sliders within reach
-  of the `keyboard`, named and announced (`slider-name`, `slider-stops`), no tab-stop equations
-  (`equation-focus`), no `unanswered` checks, exercises and solutions fit a phone (`exercise-cut`,
-  `solution-width`).
-
-The measurements run in the page (measure.js); the rules that need no browser are functions here,
-tested in tests/tools/book/test_browser_rules.py.
+measure.js measures in the page; the rules are applied on one side (its `legibility` and `readers`,
+or the functions here, tested in tests/tools/book/test_browser_rules.py).
 """
 
 from __future__ import annotations
@@ -100,15 +90,11 @@ class Problem:
         return f"[{self.rule}] {self.text}"
 
 
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep the output readable
-        pass
-
-
 @contextmanager
 def serve(root: Path) -> Iterator[str]:
     """The built book on a free 127.0.0.1 port, for as long as the block runs: its base URL."""
-    handler = functools.partial(Quiet, directory=str(root))
+    quiet = type("Quiet", (http.server.SimpleHTTPRequestHandler,), {"log_message": lambda *args: None})
+    handler = functools.partial(quiet, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -201,32 +187,36 @@ def cut_problems(found: list[dict], width: str) -> list[Problem]:
     out = []
     for f in found:
         hidden = f["full"] - f["shown"]
-        if hidden <= CUT_TOLERANCE_PX:
-            continue
         share = 100 * hidden / f["full"]
         out.append(Problem("cut", f'{width}: {f["what"]} near "{f["near"]}" is cut: {f["shown"]} of its {f["full"]} px '
                                   f"show ({hidden} px, {share:.0f}% hidden or behind a sideways scroll)"))
     return out
 
 
-def mermaid_text_problems(diagrams: list[dict], width: str) -> list[Problem]:
-    """A diagram's smallest label as drawn: its font size times the diagram's scale."""
+def mermaid_problems(diagrams: list[dict], width: str) -> list[Problem]:
+    """Diagrams shrunk below MERMAID_MIN of their size, and labels under MERMAID_TEXT_MIN_PX as drawn."""
     out = []
     for d in diagrams:
-        drawn = d["fontPx"] * d["scale"]
-        if drawn < MERMAID_TEXT_MIN_PX - 1e-6:
+        where = f'{width}: {d["what"]} near "{d["near"]}"'
+        if d["scale"] < MERMAID_MIN[width] - 1e-3:
+            out.append(Problem("mermaid-scale", f"{where} drawn at {d['scale']:.2f} of its natural size "
+                                                f"(at least {MERMAID_MIN[width]})"))
+        if d["fontPx"] and (drawn := d["fontPx"] * d["scale"]) < MERMAID_TEXT_MIN_PX - 1e-6:
             fits = d["column"] * d["fontPx"] / MERMAID_TEXT_MIN_PX
-            out.append(Problem("mermaid-text", f'{width}: {d["what"]} near "{d["near"]}": its labels are drawn at '
-                                               f"{drawn:.1f} px (at least {MERMAID_TEXT_MIN_PX:g}); it is "
-                                               f'{d["naturalWidth"]:.0f} px wide at full size and shrunk to '
-                                               f'{d["drawnWidth"]:.0f} px, legible up to {fits:.0f} px'))
+            out.append(Problem("mermaid-text", f"{where}: its labels are drawn at {drawn:.1f} px (at least "
+                                               f"{MERMAID_TEXT_MIN_PX:g}); it is {d['naturalWidth']:.0f} px wide at "
+                                               f"full size and shrunk to {d['drawnWidth']:.0f} px, legible up to "
+                                               f"{fits:.0f} px"))
     return out
 
 
-def math_size_problems(sizes: dict, width: str) -> list[Problem]:
-    """Display math much smaller than the page's inline math, where it would fit at that size."""
+def math_problems(sizes: dict, width: str) -> list[Problem]:
+    """Display math wider than its column, or much smaller than the page's inline math where it would fit."""
     out = []
     for d in sizes["display"]:
+        if d["width"] > d["column"] + 1:
+            out.append(Problem("equation-wide", f'{width}: display equation wider than its column ({d["width"]:.0f} '
+                                                f'px in {d["column"]}) near "{d["near"]}": split it'))
         reference = statistics.median(sizes["inline"]) if sizes["inline"] else d["bodyPx"]
         if d["fontPx"] >= MATH_MIN_SHARE * reference:
             continue
@@ -427,8 +417,7 @@ def check_sliders(page, html: str) -> tuple[list[str], int]:
 
 
 def settle(page) -> None:
-    """Wait until the page has laid itself out again after a change: two animation frames, and
-    the transitions it started (the theme slides its sidebar away when the window narrows)."""
+    """Wait until the page has laid itself out again after a change (measure.js `settle`)."""
     page.evaluate("() => bookCheck.settle()")
 
 
@@ -439,10 +428,10 @@ def measure_width(page, root: Path, width: str) -> list[Problem]:
     settle(page)
     try:
         found = [Problem(p["rule"], f"{width}: {p['text']}")
-                 for p in page.evaluate("a => bookCheck.legibility(a)", [width == "390 px", MERMAID_MIN[width]])]
-        found += cut_problems(page.evaluate("() => bookCheck.cut()"), width)
-        found += mermaid_text_problems(page.evaluate("() => bookCheck.mermaidText()"), width)
-        found += math_size_problems(page.evaluate("() => bookCheck.mathSizes()"), width)
+                 for p in page.evaluate("phone => bookCheck.legibility(phone)", width == "390 px")]
+        found += cut_problems(page.evaluate("px => bookCheck.cut(px)", CUT_TOLERANCE_PX), width)
+        found += mermaid_problems(page.evaluate("() => bookCheck.diagrams()"), width)
+        found += math_problems(page.evaluate("() => bookCheck.mathSizes()"), width)
         found += check_figure_text(page, root, width)
         found += [Problem(p["rule"], f"{width}: {p['text']}")
                   for p in page.evaluate("phone => bookCheck.readers(phone)", width == "390 px")]
@@ -490,45 +479,41 @@ def drawer_problems(before: dict, after: dict, lessons: int, width: str) -> list
     return []
 
 
+def _press(page, button: str, until: str, arg=None) -> dict:
+    """Press the visible button.<button>, wait up to 3 s for `until` (JS of v = navShown() and n = arg),
+    and read navShown() before Escape closes what it opened."""
+    page.locator(f"button.{button}:visible").first.click()
+    try:
+        page.wait_for_function(f"n => {{ const v = bookCheck.navShown(); return {until}; }}", arg=arg, timeout=3000)
+    except Exception:
+        pass  # read next
+    seen = page.evaluate("() => bookCheck.navShown()")
+    page.keyboard.press("Escape")
+    settle(page)
+    return seen
+
+
 def check_drawers(page, width: str, lessons: int) -> list[Problem]:
     """Press the contents button (and, where the page has an outline that is not shown, the outline
     button): the lesson list, and the outline, must show."""
     problems: list[Problem] = []
     before = page.evaluate("() => bookCheck.navShown()")
-    button = page.locator("button.primary-toggle:visible").first
     if not before["primaryButtons"]:
         return drawer_problems(before, before, lessons, width)
     if width == "1280 px" and before["lessons"] >= lessons:  # the sidebar shows the list: the button hides it
-        button.click()
-        settle(page)
-        hidden = page.evaluate("() => bookCheck.navShown()")
-        button.click()
-        settle(page)
-        after = page.evaluate("() => bookCheck.navShown()")
+        hidden = _press(page, "primary-toggle", "v.lessons < n", lessons)
+        after = _press(page, "primary-toggle", "v.lessons >= n", lessons)
         if hidden["lessons"] == after["lessons"]:
             problems.append(Problem("drawer", f"{width}: the contents button neither hides nor shows the lesson list"))
     else:
-        button.click()
-        try:
-            page.wait_for_function("n => bookCheck.navShown().lessons >= n", arg=lessons, timeout=3000)
-        except Exception:
-            pass
-        after = page.evaluate("() => bookCheck.navShown()")
-        page.keyboard.press("Escape")
-        settle(page)
+        after = _press(page, "primary-toggle", "v.lessons >= n", lessons)
     problems += drawer_problems(before, after, lessons, width)
     now = page.evaluate("() => bookCheck.navShown()")
     if now["hasOutline"] and not now["outline"]:
         if not now["secondaryButtons"]:
             problems.append(Problem("drawer", f"{width}: the page outline is not shown and no visible button opens it"))
-        else:
-            page.locator("button.secondary-toggle:visible").first.click()
-            try:
-                page.wait_for_function("() => bookCheck.navShown().outline > 0", timeout=3000)
-            except Exception:
-                problems.append(Problem("drawer", f"{width}: the outline button does not show the page outline"))
-            page.keyboard.press("Escape")
-            settle(page)
+        elif not _press(page, "secondary-toggle", "v.outline > 0")["outline"]:
+            problems.append(Problem("drawer", f"{width}: the outline button does not show the page outline"))
     # The pointer and focus leave the buttons: a tooltip left fading in would be measured at the next width.
     page.mouse.move(0, page.viewport_size["height"] - 1)
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
@@ -556,7 +541,9 @@ def tab_counts(page, limit: int = 30) -> list[dict]:
     counts = []
     for s in page.evaluate("() => bookCheck.sliderHeadings()"):
         entry = {"n": s["n"], "heading": s["heading"], "tabs": None, "at": "", "limit": limit}
-        if page.evaluate("n => bookCheck.focusHeadingOf(n)", s["n"]):
+        heading = page.locator(f'[data-check-heading~="{s["n"]}"]')
+        if heading.count():
+            heading.focus()
             for tabs in range(1, limit + 1):
                 page.keyboard.press("Tab")
                 state = page.evaluate("n => bookCheck.focusIn(n)", s["n"])
@@ -571,14 +558,8 @@ def tab_counts(page, limit: int = 30) -> list[dict]:
     return counts
 
 
-@dataclass
-class PageResult:
-    problems: list[Problem]
-    summary: str
-
-
-def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) -> PageResult:
-    """Every rule on one page, at 1280 px and then at 390 px."""
+def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) -> tuple[list[Problem], str]:
+    """Every rule on one page, at 1280 px and then at 390 px: (problems, a summary of what it held)."""
     rel = path.relative_to(root).as_posix()
     url = f"{base_url}/{rel}"
     problems: list[Problem] = []
@@ -614,7 +595,7 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
     if "<article" not in html:  # a redirect page (the root index.html): it works offline, nothing to measure
         page.wait_for_timeout(300)
         offline()
-        return PageResult(problems, "a redirect")
+        return problems, "a redirect"
     page.evaluate(MEASURE_JS)
 
     has_math = 'class="math' in html
@@ -672,6 +653,7 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
         problems += measure_width(page, root, width)
         problems += check_axe(page, width)
         if shots:
+            shots.mkdir(parents=True, exist_ok=True)
             page.evaluate("() => window.scrollTo(0, 0)")
             page.screenshot(path=str(shots / f"{name}-{'desktop' if w == DESKTOP[0] else 'phone'}.png"),
                             full_page=True)
@@ -680,7 +662,7 @@ def check_page(page, root: Path, path: Path, base_url: str, shots: Path | None) 
     summary = (f"math {'yes' if has_math else 'no'}, mermaid {mermaid}, widgets {views}, "
                f"slider positions checked {positions}"
                + (f", Tabs from heading to slider {[t['tabs'] for t in tabs]}" if tabs else ""))
-    return PageResult(problems, summary)
+    return problems, summary
 
 
 # ---- page weights ------------------------------------------------------------------------
@@ -694,20 +676,19 @@ ICON_SCRIPT = "scripts/fontawesome.js"
 WIDGET_RUNTIME = "widgets/embed-amd.js"
 
 
-def page_assets(root: Path, path: Path) -> dict[str, int]:
-    """The book's files a page names as scripts and stylesheets (its <script src> and stylesheet
-    <link>s), with their sizes: what a first visit fetches besides the page and its images
-    (fonts, and what the scripts load later, aside)."""
+def _local_files(root: Path, path: Path, pattern: re.Pattern) -> dict[str, int]:
+    """The book's files a page names (in the group `pattern` matched), each once, with their sizes."""
     found = {}
-    for groups in ASSET_RE.findall(path.read_text(errors="replace")):
-        src = next(g for g in groups if g)
-        url = urlparse(src)
-        if url.scheme or url.netloc:
-            continue
-        target = (path.parent / unquote(url.path)).resolve()
+    for m in pattern.finditer(path.read_text(errors="replace")):
+        target = (path.parent / unquote(urlparse(m.group(m.lastindex)).path)).resolve()  # a URL elsewhere: no file
         if target.is_file() and root in target.parents:
             found[target.relative_to(root).as_posix()] = target.stat().st_size
     return found
+
+
+def page_assets(root: Path, path: Path) -> dict[str, int]:
+    """The scripts and stylesheets a page names: what a first visit fetches besides the page and its images."""
+    return _local_files(root, path, ASSET_RE)
 
 
 def asset_problems(root: Path, pages: list[Path]) -> list[Problem]:
@@ -728,16 +709,8 @@ def asset_problems(root: Path, pages: list[Path]) -> list[Problem]:
 
 def page_weights(root: Path, pages: list[Path]) -> dict:
     """Bytes of each page (its HTML, stored outputs inline, plus the _images it loads) and of the book."""
-    weights = {}
-    for path in pages:
-        total = path.stat().st_size
-        for src in set(IMG_RE.findall(path.read_text(errors="replace"))):
-            if src.startswith("data:"):
-                continue
-            image = (path.parent / unquote(urlparse(src).path)).resolve()
-            if image.is_file() and root in image.parents:
-                total += image.stat().st_size
-        weights[path.relative_to(root).as_posix()] = total
+    weights = {path.relative_to(root).as_posix(): path.stat().st_size + sum(_local_files(root, path, IMG_RE).values())
+               for path in pages}
     live = root / LIVE_FOLDER
     book = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and live not in f.parents)
     live_bytes = sum(f.stat().st_size for f in live.rglob("*") if f.is_file())

@@ -75,8 +75,8 @@ window.bookCheck = (() => {
     return {full, shown: Math.max(0, right - left)};
   };
 
-  // Figures, tables, printed outputs, widget outputs and diagrams that a reader cannot see whole.
-  const cut = () => {
+  // Figures, tables, printed outputs, widget outputs and diagrams of which over `tolerance` px is hidden.
+  const cut = tolerance => {
     const candidates = [
       ...article.querySelectorAll('img, table'),
       ...[...article.querySelectorAll('pre')].filter(isOutput),
@@ -86,7 +86,7 @@ window.bookCheck = (() => {
     const found = [];
     for (const el of candidates) {
       const {full, shown: seen} = visibleWidth(el);
-      if (full - seen > 1) found.push({el, full, seen});
+      if (full - seen > tolerance) found.push({el, full, seen});
     }
     // Report the innermost: a widget box is cut because of what it holds.
     return found
@@ -95,8 +95,23 @@ window.bookCheck = (() => {
                   shown: Math.round(f.seen)}));
   };
 
-  // The legibility rules of issue 15 (the 1280 px ones only at 1280 px).
-  const legibility = ([phone, mermaidMin]) => {
+  // What a reader meets: `tag` names an element; `sticking` lists what reaches past left..right of
+  // top (the page, or a lesson cell) with nothing between to scroll or clip it.
+  const tag = e => `<${e.tagName.toLowerCase()} class="${e.className}"> `
+    + `${Math.round(e.getBoundingClientRect().width)} px near "${near(e, article)}"`;
+  const unclipped = (e, top) => {
+    for (let a = e.parentElement; a && a !== top; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== 'visible') return false;
+    }
+    return true;
+  };
+  const sticking = (top, left, right) => [...top.querySelectorAll('*')].filter(e => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && (r.right > right + 1 || r.left < left - 1) && unclipped(e, top);
+  }).slice(0, 3).map(tag).join('; ');
+
+  // Layout rules computed in the page, each {rule, text}; code-scroll at 1280 px only.
+  const legibility = phone => {
     const out = [];
     const wide = el => el.closest('.wide, .tag_wide');
     if (!phone) {
@@ -110,76 +125,38 @@ window.bookCheck = (() => {
         }
       }
     }
-    for (const c of article.querySelectorAll('mjx-container[display="true"]')) {
-      const math = c.querySelector('mjx-math');
-      const column = c.parentElement.clientWidth;
-      const width = math ? math.getBoundingClientRect().width : c.scrollWidth;
-      if (width > column + 1) {
-        out.push({rule: 'equation-wide', text: `display equation wider than its column (${Math.round(width)} px in `
-                 + `${column}) near "${near(c, article)}": split it`});
-      }
-    }
-    for (const svg of article.querySelectorAll('.mermaid > svg')) {
-      const box = svg.viewBox && svg.viewBox.baseVal;
-      const drawn = svg.getBoundingClientRect();
-      if (!box || !box.width || !box.height) continue;
-      const scale = Math.min(drawn.width / box.width, drawn.height / box.height);  // the SVG is fitted, not cut
-      if (scale < mermaidMin - 1e-3) {
-        out.push({rule: 'mermaid-scale', text: `${describe(svg)} near "${near(svg, article)}" drawn at ${scale.toFixed(2)} `
-                 + `of its natural size (at least ${mermaidMin})`});
-      }
-    }
-    // Nothing between e and top (the page, or its cell) would scroll or clip it.
-    const unclipped = (e, top) => {
-      for (let a = e.parentElement; a && a !== top; a = a.parentElement) {
-        if (getComputedStyle(a).overflowX !== 'visible') return false;
-      }
-      return true;
-    };
     const page = document.documentElement.scrollWidth;
     if (page > window.innerWidth + 1) {
-      const culprits = [...document.body.querySelectorAll('*')]
-        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && e.getBoundingClientRect().width > 0)
-        .filter(e => unclipped(e, document.body))
-        .slice(0, 3).map(e => `<${e.tagName.toLowerCase()} class="${e.className}"> near "${near(e, article)}"`);
       out.push({rule: 'page-scroll', text: `the page scrolls sideways (${page} px wide in ${window.innerWidth}): `
-               + culprits.join('; ')});
+               + sticking(document.body, -Infinity, window.innerWidth)});
     }
     // A lesson's cell is laid out apart (content-visibility: auto, course.css), so what is wider than
     // the cell does not make the page scroll: the cell cuts it, and its scrollWidth does not show it.
     for (const cell of article.querySelectorAll('div.cell')) {
       const box = cell.getBoundingClientRect();
-      const over = [...cell.querySelectorAll('*')].filter(e => {
-        const r = e.getBoundingClientRect();
-        return r.width > 0 && (r.right > box.right + 1 || r.left < box.left - 1);
-      }).filter(e => unclipped(e, cell));
-      if (over.length) {
-        out.push({rule: 'cell-cut', text: `cut by its cell (${Math.round(box.width)} px wide): `
-                 + over.slice(0, 3).map(e => `<${e.tagName.toLowerCase()} class="${e.className}"> `
-                   + `${Math.round(e.getBoundingClientRect().width)} px near "${near(e, article)}"`).join('; ')});
-      }
+      const over = sticking(cell, box.left, box.right);
+      if (over) out.push({rule: 'cell-cut', text: `cut by its cell (${Math.round(box.width)} px wide): ${over}`});
     }
     return out;
   };
 
-  // Mermaid labels as drawn: their font size times the diagram's scale.
-  const mermaidText = () => {
+  // Each diagram's scale as drawn (fitted, not cut) and its smallest label's font size (null: none).
+  const diagrams = () => {
     const out = [];
     for (const svg of article.querySelectorAll('.mermaid > svg')) {
       const box = svg.viewBox && svg.viewBox.baseVal;
       const drawn = svg.getBoundingClientRect();
-      if (!box || !box.width || !drawn.width) continue;
-      const scale = drawn.width / box.width;
+      if (!box || !box.width || !box.height || !drawn.width) continue;
       const labels = [...svg.querySelectorAll('.nodeLabel, .edgeLabel, text')].filter(l => squash(l.textContent));
-      if (!labels.length) continue;
-      const size = Math.min(...labels.map(l => parseFloat(getComputedStyle(l).fontSize)));
-      out.push({what: describe(svg), near: near(svg, article), fontPx: size, scale, naturalWidth: box.width,
-                drawnWidth: drawn.width, column: svg.parentElement.clientWidth});
+      out.push({what: describe(svg), near: near(svg, article), naturalWidth: box.width, drawnWidth: drawn.width,
+                scale: Math.min(drawn.width / box.width, drawn.height / box.height),
+                fontPx: labels.length ? Math.min(...labels.map(l => parseFloat(getComputedStyle(l).fontSize))) : null,
+                column: svg.parentElement.clientWidth});
     }
     return out;
   };
 
-  // Display equations: their size against the page's inline math, and whether they would fit at it.
+  // Inline math's font sizes, and each display equation's size, width and column.
   const mathSizes = () => {
     const inline = [...article.querySelectorAll('mjx-container:not([display="true"])')]
       .filter(shown).map(c => parseFloat(getComputedStyle(c).fontSize));
@@ -206,9 +183,8 @@ window.bookCheck = (() => {
       if (!parent || parent.closest(skip)) continue;  // (white space kept: it separates words and lines)
       const block = parent.closest(BLOCK) || parent;
       const kind = isOutput(parent) ? 'output' : (parent.closest('pre, code, .highlight') ? 'code' : 'prose');
-      const key = block;
-      if (!groups.has(key)) groups.set(key, {block, parts: {prose: [], code: [], output: []}});
-      groups.get(key).parts[kind].push(node.nodeValue);
+      if (!groups.has(block)) groups.set(block, {block, parts: {prose: [], code: [], output: []}});
+      groups.get(block).parts[kind].push(node.nodeValue);
     }
     const out = [];
     for (const {block, parts} of groups.values()) {
@@ -371,24 +347,18 @@ window.bookCheck = (() => {
     return out;
   };
 
-  // The live sliders in page order, each with the heading above it: for the Tab count.
-  const headingAbove = (article, box) => [...article.querySelectorAll('h2, h3')]
-    .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
-  const sliderHeadings = () => {
-    return [...article.querySelectorAll('.labs-live-slider')].map((box, n) => {
-      const h = headingAbove(article, box);
-      box.dataset.checkSlider = String(n);
-      return {n, heading: h ? words(h.textContent, 50) : ''};
-    });
-  };
-  // Focus the heading above slider n, as a keyboard reader arriving from the outline starts there.
-  const focusHeadingOf = n => {
-    const h = headingAbove(article, article.querySelector(`[data-check-slider="${n}"]`));
-    if (!h) return false;
-    if (!h.hasAttribute('tabindex')) h.setAttribute('tabindex', '-1');
-    h.focus();
-    return document.activeElement === h;
-  };
+  // The live sliders in page order, each with the heading above it (marked, and focusable as a
+  // keyboard reader arriving from the outline finds it): for the Tab count.
+  const sliderHeadings = () => [...article.querySelectorAll('.labs-live-slider')].map((box, n) => {
+    const h = [...article.querySelectorAll('h2, h3')]
+      .filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
+    box.dataset.checkSlider = String(n);
+    if (h) {
+      h.dataset.checkHeading = `${h.dataset.checkHeading || ''} ${n}`;  // a heading may hold several
+      if (!h.hasAttribute('tabindex')) h.setAttribute('tabindex', '-1');
+    }
+    return {n, heading: h ? words(h.textContent, 50) : ''};
+  });
   const focusIn = n => {
     const box = document.querySelector(`[data-check-slider="${n}"]`);
     const el = document.activeElement;
@@ -409,13 +379,13 @@ window.bookCheck = (() => {
     const outline = [...document.querySelectorAll('.bd-toc a, .page-toc a, #pst-page-navigation-heading-2 ~ * a')]
       .filter(visible);
     const open = [...document.querySelectorAll('dialog[open]')].map(d => d.id);
-    const buttons = sel => [...document.querySelectorAll(sel)].filter(b => b.offsetParent !== null && b.getBoundingClientRect().width > 0).length;
+    const buttons = sel => [...document.querySelectorAll(sel)].filter(shown).length;
     return {lessons: lessons.length, outline: outline.length, open,
             hasOutline: document.querySelectorAll('#pst-secondary-sidebar a, #pst-secondary-sidebar-modal a').length > 0,
             primaryButtons: buttons('button.primary-toggle'), secondaryButtons: buttons('button.secondary-toggle')};
   };
 
-  return {cut, legibility, mermaidText, mathSizes, blocks, shownFigures, unrenderedViews, unnumberedFigures,
-          markSliders, sliderShown, settle, openDetails, restoreDetails, readers, sliderHeadings, focusHeadingOf,
-          focusIn, navShown};
+  return {cut, legibility, diagrams, mathSizes, blocks, shownFigures, unrenderedViews, unnumberedFigures,
+          markSliders, sliderShown, settle, openDetails, restoreDetails, readers, sliderHeadings, focusIn,
+          navShown};
 })();

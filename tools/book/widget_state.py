@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import unquote
 
-BOX_CLASS = "labs-live-slider"  # the class live_slider puts on its box
-LIVE_ONLY = "Not stored in the book"  # how a live-only position starts its message
+from labs.classroom.sliders import BOX_CLASS, LIVE_ONLY
 
 
 @dataclass
@@ -90,10 +89,8 @@ def _ref(value: str) -> str:
 
 
 def live_sliders(state: dict) -> list[LiveSlider]:
-    """Every live slider in a widget state ({"state": {model_id: {...}}} or the bare mapping).
-
-    In the state's order, which is not the page's (model ids are random): see notebook_live_sliders.
-    """
+    """Every live slider in a widget state ({"state": {model_id: {...}}} or the bare mapping), in the
+    state's order, not the page's (model ids are random): see notebook_live_sliders."""
     models = state.get("state", state)
     found = []
     for model_id, model in models.items():

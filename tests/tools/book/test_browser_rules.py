@@ -10,14 +10,13 @@ import io
 import json
 import os
 import re
-import struct
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from PIL import Image
 
 from labs.classroom.sliders import with_alt
 from tools.book import browser
@@ -26,20 +25,32 @@ from tools.book.widget_state import live_sliders
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_page_weight_counts_the_html_and_its_images_and_weighs_the_live_folder_apart(tmp_path):
-    """The live demos' model (live/, fetched only on use) has its own limit; the rest of the book keeps its own."""
-    (tmp_path / "_images").mkdir()
-    (tmp_path / "_images" / "fig.png").write_bytes(b"x" * 1000)
-    (tmp_path / "_images" / "other.png").write_bytes(b"y" * 500)
-    (tmp_path / "live").mkdir()
-    (tmp_path / "live" / "model.onnx").write_bytes(b"z" * 2000)
-    page = tmp_path / "notebooks" / "01.html"
-    page.parent.mkdir()
-    html = '<img src="../_images/fig.png"><img src="../_images/fig.png"><img src="data:image/png;base64,AAAA">'
-    page.write_text(html)
-    weights = browser.page_weights(tmp_path, [page])
-    assert weights == {"pages": {"notebooks/01.html": len(html) + 1000}, "total_bytes": len(html) + 1500,
-                       "live_bytes": 2000}
+BOOK = {  # a built book: what each page loads, and what it does not
+    "_images/fig.png": b"x" * 1000,
+    "_images/other.png": b"y" * 500,
+    "_static/scripts/fontawesome.js": b"x" * 1000,
+    "_static/widgets/embed-amd.js": b"y" * 500,
+    "_static/course.css": b"z" * 20,
+    "live/model.onnx": b"z" * 2000,  # the live demos' model, fetched only on use: weighed apart
+    "book/a.html": b'<img src="../_images/fig.png"><img src="../_images/fig.png"><img src="data:image/png;base64,AA">'
+                   b'<script defer src="../_static/scripts/fontawesome.js?digest=1"></script>'
+                   b'<script src="../_static/widgets/embed-amd.js?v=2"></script>'
+                   b'<link rel="stylesheet" type="text/css" href="../_static/course.css?v=3" />',
+    "book/b.html": b'<link rel="stylesheet" href="../_static/course.css" /><script src="https://example.org/x.js">'
+                   b'</script><script src="../_static/widgets/embed-amd.js"></script>'
+                   b'<script type="application/vnd.jupyter.widget-view+json">{}</script>',
+}
+
+
+def test_pages_weigh_their_html_and_images_and_load_no_icon_script_nor_an_unused_widget_runtime(tmp_path):
+    for rel, data in BOOK.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(data)
+    pages = [tmp_path / "book" / "a.html", tmp_path / "book" / "b.html"]
+    weights = browser.page_weights(tmp_path, pages)
+    a, b = len(BOOK["book/a.html"]), len(BOOK["book/b.html"])
+    assert weights == {"pages": {"book/a.html": a + 1000, "book/b.html": b},
+                       "total_bytes": sum(map(len, BOOK.values())) - 2000, "live_bytes": 2000}
     assert browser.weight_problems(weights) == []
     heavy = dict(weights, live_bytes=browser.LIVE_LIMIT + 1)
     assert [p.text for p in browser.weight_problems(heavy)] == [
@@ -47,6 +58,11 @@ def test_page_weight_counts_the_html_and_its_images_and_weighs_the_live_folder_a
         f"(limit {browser.LIVE_LIMIT / 1e6:.0f} MB)"]
     assert len(browser.weight_problems(dict(weights, total_bytes=browser.BOOK_LIMIT + 1))) == 1
     assert len(browser.weight_problems(dict(weights, pages={"a.html": browser.PAGE_LIMIT + 1}))) == 1
+    assert browser.page_assets(tmp_path, pages[0]) == {"_static/scripts/fontawesome.js": 1000,
+                                                       "_static/widgets/embed-amd.js": 500, "_static/course.css": 20}
+    assert [p.text for p in browser.asset_problems(tmp_path, pages)] == [
+        "book/a.html loads _static/scripts/fontawesome.js (0.00 MB) for its icons",
+        "book/a.html loads the widget runtime (0.00 MB) but shows no widget"]
 
 
 def test_shown_images_compare_with_the_stored_ones():
@@ -81,34 +97,26 @@ def drawn(fmt: str, dpi: int = 100, metadata: bool = True, **style) -> bytes:
     return buf.getvalue()
 
 
-def test_figure_text_is_measured_text_by_text_legends_and_exponents_included():
-    """The issue's case: 11 pt tick labels pass a 10 pt floor, but the legend (9 pt) and the log
-    axis's exponents (0.7 x 11 = 7.7 pt) do not; both SVG and PNG figures say so."""
-    assert browser.smallest_text_pt(drawn("svg")) == pytest.approx(7.7)
-    assert browser.smallest_text_pt(drawn("png")) == pytest.approx(7.7)
-    # decades in digits (setup()'s min_exponent): the legend is then the smallest
-    assert browser.smallest_text_pt(drawn("svg", **{"axes.formatter.min_exponent": 4})) == pytest.approx(9)
+def undated_png() -> bytes:
+    png = io.BytesIO()
+    Image.new("L", (2, 1)).save(png, "PNG")  # no pHYs chunk, no text
+    return png.getvalue()
 
 
-def test_a_png_that_records_no_text_sizes_is_not_measured():
-    plain = drawn("png", metadata=False)
-    assert browser.png_text(plain)["Software"].startswith("Matplotlib")
-    assert browser.smallest_text_pt(plain) is None
-
-
-@pytest.mark.parametrize("fmt, dpi", [("png", 100), ("png", 200), ("svg", 72)])
-def test_figure_width_in_points_is_read_from_the_image_itself(fmt, dpi):
-    """What the figure-text rule divides by: 4 in drawn at any dpi (retina is 2x) is 288 pt."""
-    assert browser.figure_width_pt(drawn(fmt, dpi)) == pytest.approx(288, abs=0.5)
-
-
-def test_a_png_without_its_resolution_has_no_width_in_points():
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 1, 8, 0, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(b"\x00\x00\x00")) + chunk(b"IEND", b""))
-    assert browser.figure_width_pt(png) is None
+@pytest.mark.parametrize("figure, smallest_pt, width_pt", [
+    # the issue's case: 11 pt ticks pass a 10 pt floor, the legend (9 pt) and the log axis's
+    # exponents (0.7 x 11 = 7.7 pt) do not, in SVG and PNG; 4 in is 288 pt at any dpi (retina is 2x)
+    (lambda: drawn("svg", 72), 7.7, 288),
+    (lambda: drawn("png", 100), 7.7, 288),
+    (lambda: drawn("png", 200), 7.7, 288),
+    (lambda: drawn("svg", **{"axes.formatter.min_exponent": 4}), 9, 288),  # decades in digits: the legend
+    (lambda: drawn("png", metadata=False), None, 288),  # a PNG that records no text sizes is not measured
+    (undated_png, None, None),  # nor sized without its resolution
+], ids=["svg", "png", "png-retina", "svg-digits", "png-unrecorded", "png-no-dpi"])
+def test_figure_text_and_width_are_read_from_the_figure_itself(figure, smallest_pt, width_pt):
+    data = figure()
+    assert browser.smallest_text_pt(data) == (smallest_pt and pytest.approx(smallest_pt))
+    assert browser.figure_width_pt(data) == (width_pt and pytest.approx(width_pt, abs=0.5))
 
 
 # ---- raw TeX ---------------------------------------------------------------------------------
@@ -174,40 +182,56 @@ def test_ordinary_words_are_not_author_notes(text):
 # ---- layout --------------------------------------------------------------------------------
 
 
-def test_a_cut_element_is_reported_with_its_size():
-    found = [{"what": 'Fig. 4.1 "Five words on a plane"', "near": "First intuition", "full": 554, "shown": 342},
-             {"what": 'printed output "steps"', "near": "The real grid", "full": 359, "shown": 358}]
-    (problem,) = browser.cut_problems(found, "390 px")
-    assert problem.rule == "cut"
-    assert problem.text.startswith('390 px: Fig. 4.1 "Five words on a plane" near "First intuition" is cut')
-    assert "342 of its 554 px show (212 px, 38% hidden" in problem.text
+DIAGRAM = {"what": 'diagram "1 Pooling"', "near": "Course map", "fontPx": 16, "scale": 0.41,
+           "naturalWidth": 870, "drawnWidth": 358, "column": 358}
+EQUATION = {"fontPx": 13.6, "width": 200, "column": 358, "bodyPx": 16, "what": "L = 1", "near": "The formula"}
+FIGURE = ('Fig. 1.1 "Token vectors"', "The real grid")
+SEVERE = [
+    {"id": "image-alt", "impact": "critical", "help": "Images must have alternative text",
+     "nodes": [{"target": [".jp-RenderedSVG > img"], "html": "<img src=\"data:image/svg+xml,...\">"}]},
+    {"id": "color-contrast", "impact": "serious", "help": "Elements must meet contrast",
+     "nodes": [{"target": [f"details:nth-child({i}) > summary"], "html": "<summary>Answer</summary>"}
+               for i in range(6)]},
+]
 
 
-def test_mermaid_labels_below_10_px_as_drawn_are_reported():
-    small = {"what": 'diagram "1 Pooling"', "near": "Course map", "fontPx": 16, "scale": 0.41,
-             "naturalWidth": 870, "drawnWidth": 358, "column": 358}
-    fine = dict(small, scale=0.7)
-    (problem,) = browser.mermaid_text_problems([small, fine], "390 px")
-    assert problem.rule == "mermaid-text"
-    assert "drawn at 6.6 px" in problem.text and "legible up to 573 px" in problem.text
-
-
-def test_display_math_shrunk_though_it_fits_is_reported():
-    shrunk = {"fontPx": 13.6, "width": 200, "column": 358, "bodyPx": 16, "what": "L = 1", "near": "The formula"}
-    too_wide = dict(shrunk, width=320)  # 470 px at full size: shrinking it is right
-    full = dict(shrunk, fontPx=20.4, width=300)
-    (problem,) = browser.math_size_problems({"inline": [20.4, 20.4], "display": [shrunk, too_wide, full]}, "390 px")
-    assert problem.rule == "math-size"
-    assert "drawn at 13.6 px, 67% of the page's math (20.4 px)" in problem.text and "(300 px in 358)" in problem.text
-    # A page without inline math compares with the body text.
-    assert browser.math_size_problems({"inline": [], "display": [dict(shrunk, fontPx=16)]}, "390 px") == []
-
-
-def test_figure_text_below_10_px_as_drawn_is_reported():
-    problem = browser.figure_text_problem('Fig. 1.1 "Token vectors"', "The real grid", 342, 7.1 * 72, "390 px")
-    assert problem.rule == "figure-text" and "drawn at 6.7 px" in problem.text and "at most 5.0 in wide" in problem.text
-    assert browser.figure_text_problem("Fig. 1.2", "x", 358, 4.9 * 72, "390 px") is None
-    assert "(7.7 pt) is drawn at 9.6 px" in browser.figure_text_problem("Fig. 4.1", "x", 358, 4 * 72, "390 px", 7.7).text
+@pytest.mark.parametrize("found, rules, says", [
+    (lambda: browser.cut_problems([{"what": 'Fig. 4.1 "Five words on a plane"', "near": "First intuition",
+                                    "full": 554, "shown": 342}], "390 px"),
+     ["cut"], ['390 px: Fig. 4.1 "Five words on a plane" near "First intuition" is cut',
+               "342 of its 554 px show (212 px, 38% hidden"]),
+    (lambda: browser.mermaid_problems([DIAGRAM, dict(DIAGRAM, scale=0.7), dict(DIAGRAM, scale=0.5, fontPx=None)],
+                                      "390 px"),
+     ["mermaid-scale", "mermaid-text"], ["drawn at 0.41 of its natural size (at least 0.45)", "drawn at 6.6 px",
+                                         "legible up to 573 px"]),
+    # shrunk though it fits at full size; a too-wide one (470 px at full size) is right to shrink
+    (lambda: browser.math_problems({"inline": [20.4, 20.4], "display": [
+        EQUATION, dict(EQUATION, width=320), dict(EQUATION, fontPx=20.4, width=300)]}, "390 px"),
+     ["math-size"], ["drawn at 13.6 px, 67% of the page's math (20.4 px)", "(300 px in 358)"]),
+    (lambda: browser.math_problems({"inline": [16], "display": [dict(EQUATION, fontPx=16, width=420)]}, "390 px"),
+     ["equation-wide"], ["wider than its column (420 px in 358)"]),
+    # a page without inline math compares with the body text
+    (lambda: browser.math_problems({"inline": [], "display": [dict(EQUATION, fontPx=16)]}, "390 px"), [], []),
+    (lambda: [p for p in [browser.figure_text_problem(*FIGURE, 342, 7.1 * 72, "390 px"),
+                          browser.figure_text_problem(*FIGURE, 358, 4.9 * 72, "390 px")] if p],
+     ["figure-text"], ["drawn at 6.7 px", "at most 5.0 in wide"]),
+    (lambda: [browser.figure_text_problem(*FIGURE, 358, 4 * 72, "390 px", 7.7)],
+     ["figure-text"], ["(7.7 pt) is drawn at 9.6 px"]),
+    (lambda: browser.tab_problems([{"n": 0, "heading": "The dial", "tabs": 3, "at": "", "limit": 30},
+                                   {"n": 1, "heading": "Exercise", "tabs": 12, "at": "", "limit": 30},
+                                   {"n": 2, "heading": "Practice", "tabs": None, "at": 'summary "Show code"',
+                                    "limit": 30}]),
+     ["keyboard", "keyboard"], ['live slider 2 under "Exercise": 12 Tabs from its heading (at most 9)',
+                                "not reached in 30 Tabs", "Show code"]),
+    (lambda: browser.axe_problems(SEVERE + [{"id": "region", "impact": "moderate", "help": "All content in landmarks",
+                                             "nodes": [{"target": ["div"]}]}], "390 px"),
+     ["axe", "axe"], ["390 px: critical image-alt", ".jp-RenderedSVG > img", "6 element(s)", "and 2 more"]),
+], ids=["cut", "mermaid", "math-size", "equation-wide", "math-size-body", "figure-text", "figure-text-pt", "keyboard",
+        "axe"])
+def test_a_rule_names_what_breaks_it_and_by_how_much(found, rules, says):
+    problems = found()
+    assert [p.rule for p in problems] == rules
+    assert all(any(s in p.text for p in problems) for s in says), problems
 
 
 # ---- the widget state the slider walk reads ---------------------------------------------------
@@ -246,22 +270,6 @@ def test_a_folder_run_leaves_the_browser_modules_out_and_says_so():
 # ---- every reader (issue 32): axe-core, the drawers, the keyboard, what a page loads --------------
 
 
-def test_axe_violations_fail_when_critical_or_serious_and_name_their_elements():
-    violations = [
-        {"id": "image-alt", "impact": "critical", "help": "Images must have alternative text",
-         "nodes": [{"target": [".jp-RenderedSVG > img"], "html": "<img src=\"data:image/svg+xml,...\">"}]},
-        {"id": "color-contrast", "impact": "serious", "help": "Elements must meet contrast",
-         "nodes": [{"target": [f"details:nth-child({i}) > summary"], "html": "<summary>Answer</summary>"}
-                   for i in range(6)]},
-        {"id": "region", "impact": "moderate", "help": "All content in landmarks", "nodes": [{"target": ["div"]}]},
-    ]
-    problems = browser.axe_problems(violations, "390 px")
-    assert [p.rule for p in problems] == ["axe", "axe"]
-    assert "390 px: critical image-alt" in problems[0].text and ".jp-RenderedSVG > img" in problems[0].text
-    assert "6 element(s)" in problems[1].text and "and 2 more" in problems[1].text
-    assert browser.axe_problems([violations[2]], "1280 px") == []
-
-
 def test_axe_is_vendored_from_the_npm_lock_for_the_check_not_the_book():
     lock = json.loads((ROOT / "package-lock.json").read_text())
     assert "node_modules/axe-core" in lock["packages"]
@@ -280,37 +288,3 @@ def test_the_drawer_rule_needs_a_visible_button_and_the_lesson_list_behind_it():
     assert hidden.rule == "drawer" and "no visible button opens the contents" in hidden.text
     (dead,) = browser.drawer_problems(nav(0), nav(0), 9, "390 px")  # the issue's case: the button does nothing
     assert "0 of the 9 lessons are listed (dialogs open: none)" in dead.text
-
-
-def test_a_slider_farther_than_9_tabs_from_its_heading_is_reported():
-    counts = [{"n": 0, "heading": "The dial", "tabs": 3, "at": "", "limit": 30},
-              {"n": 1, "heading": "Exercise", "tabs": 12, "at": "", "limit": 30},
-              {"n": 2, "heading": "Practice", "tabs": None, "at": 'summary "Show code"', "limit": 30}]
-    problems = browser.tab_problems(counts)
-    assert len(problems) == 2 and all(p.rule == "keyboard" for p in problems)
-    assert 'live slider 2 under "Exercise": 12 Tabs from its heading (at most 9)' in problems[0].text
-    assert "not reached in 30 Tabs" in problems[1].text and "Show code" in problems[1].text
-
-
-def test_pages_name_their_scripts_and_no_page_loads_the_icon_script_or_an_unused_widget_runtime(tmp_path):
-    static = tmp_path / "_static"
-    (static / "scripts").mkdir(parents=True)
-    (static / "widgets").mkdir()
-    (static / "scripts" / "fontawesome.js").write_bytes(b"x" * 1000)
-    (static / "widgets" / "embed-amd.js").write_bytes(b"y" * 500)
-    (static / "course.css").write_bytes(b"z" * 20)
-    (tmp_path / "book").mkdir()
-    heavy = tmp_path / "book" / "a.html"
-    heavy.write_text('<script defer src="../_static/scripts/fontawesome.js?digest=1"></script>'
-                     '<script src="../_static/widgets/embed-amd.js?v=2"></script>'
-                     '<link rel="stylesheet" type="text/css" href="../_static/course.css?v=3" />')
-    light = tmp_path / "book" / "b.html"
-    light.write_text('<link rel="stylesheet" href="../_static/course.css" /><script src="https://example.org/x.js">'
-                     '</script><script src="../_static/widgets/embed-amd.js"></script>'
-                     '<script type="application/vnd.jupyter.widget-view+json">{}</script>')
-    assert browser.page_assets(tmp_path, heavy) == {"_static/scripts/fontawesome.js": 1000,
-                                                    "_static/widgets/embed-amd.js": 500, "_static/course.css": 20}
-    problems = browser.asset_problems(tmp_path, [heavy, light])
-    assert [p.text for p in problems] == [
-        "book/a.html loads _static/scripts/fontawesome.js (0.00 MB) for its icons",
-        "book/a.html loads the widget runtime (0.00 MB) but shows no widget"]
