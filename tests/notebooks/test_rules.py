@@ -154,9 +154,10 @@ def test_a_lesson_is_read_in_one_sitting(path):
 
 
 def test_nothing_from_writing_the_book_is_on_the_page(path):
-    """The browser check's author notes (tools/book/browser.py), here in the cells and their outputs."""
+    """The browser check's author notes (tools/book/browser.py), here in the cells and their outputs, in
+    any case: a lowercase ``# noqa`` or ``todo`` in a cell is a note too."""
     for i, cell in enumerate(load(path)["cells"]):
-        for what, pattern in AUTHOR_NOTES:
+        for what, pattern in ((w, re.compile(p.pattern, p.flags | re.I)) for w, p in AUTHOR_NOTES):
             hit = pattern.search(source(cell) + "\n" + printed(cell.get("outputs", [])))
             assert not hit, f"{path.name} cell {i} shows {what} {hit.group(0)!r}: readers never see how it was made"
 
@@ -294,6 +295,7 @@ SEEDS = {  # a rule: its faults, and what each failure says (None: a near miss t
     test_nothing_from_writing_the_book_is_on_the_page: [
         (seed("# Setup:", "# NBVAL_IGNORE_OUTPUT"), "NBVAL_"),
         (seed("# Setup:", "f = 0  # noqa: E731"), "# noqa"),
+        (seed("# Setup:", "f = 0  # todo: a lambda"), "todo"),
         (seed("The promise:", "As the source lesson says"), "source lesson"),
         (seed("Not answered yet", "see issue 23"), "issue 23"),
         (seed("The promise:", "The lesson's source code, seed 4 and an issue of scale:"), None)],
