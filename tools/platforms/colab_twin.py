@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import pytest
+from nbformat import NotebookNode
 
 from tools.notebooks.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text, first_code_cell,
                                           problems as cell_problems)
@@ -199,7 +200,7 @@ def _without_local_notes(outputs: list) -> list:
             text = _less_notes("".join(out["text"]))
             if not text:
                 continue
-            out = {**out, "text": text}
+            out = NotebookNode({**out, "text": text})  # nbval reads outputs by attribute
         kept.append(out)
     return kept
 
