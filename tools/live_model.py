@@ -494,7 +494,7 @@ def _minilm_folder() -> Path:
 
 def _stamp_minilm() -> dict:
     folder = _minilm_folder()
-    code = _code(export, quantize, OnnxEncoder, ranking, build_minilm, pooling_numbers, max_tokens, POOLING_PAIR,
+    code = _code(export, drop_provenance, quantize, OnnxEncoder, ranking, build_minilm, pooling_numbers, max_tokens, POOLING_PAIR,
                  TOP_K, CHECK_TEXTS, FP32_TOLERANCE, INT8_TOLERANCE, NBITS_BLOCK, fewer_levels, MATRIX_BITS)
     return {"versions": {name: metadata.version(name) for name in PACKAGES}, "code": code,
             "search_set": sha256(ROOT / "labs/lessons/help_articles.py"),

@@ -5,15 +5,13 @@ that make them are in tests/book/conftest.py.
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import urlparse
 
-from tools.book import live_page
+from tools.book import browser as chrome, live_page
 
 WAIT_MS = 90_000  # model loads wait on the page, not on a clock; generous under make test's load
 DESKTOP = {"viewport": {"width": 1280, "height": 900}}
 PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
-AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
 RANKED = "s.query === arg && s.rankings && !s.stored"  # `until`: the page's own ranking of ``arg``
 # Every script of a long animation frame, with where it came from: a task of the page as a whole also
 # counts the time the machine's other jobs take from the browser.
@@ -95,15 +93,8 @@ def ask(page, kind: str, text: str | None = None, chip: int | None = None) -> di
 
 
 def axe_problems(page, *include: str) -> list[str]:
-    """axe-core's serious and critical findings inside the elements ``include`` selects."""
-    if not AXE.is_file():
-        raise FileNotFoundError(f"{AXE} is missing: make vendor installs axe-core")
-    page.add_script_tag(path=str(AXE))
-    return page.evaluate("""async (include) => {
-        const r = await axe.run({include: include.map(s => [s])}, {resultTypes: ['violations']});
-        return r.violations.filter(v => ['serious', 'critical'].includes(v.impact))
-            .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', '));
-    }""", list(include))
+    """axe-core's serious and critical findings inside the elements ``include`` selects (the browser check's run)."""
+    return [p.text for p in chrome.axe_problems(chrome.axe_violations(page, list(include)), "in the demos")]
 
 
 def unnamed(page, controls: str) -> list[str]:

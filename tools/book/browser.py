@@ -458,14 +458,21 @@ def axe_problems(violations: list[dict], width: str) -> list[Problem]:
     return out
 
 
-def check_axe(page, width: str) -> list[Problem]:
-    """axe-core on the page as it is now (injected for the check only)."""
+def axe_violations(page, include: list[str] | None = None) -> list[dict]:
+    """axe-core's violations on the page as it is now, or inside the elements the selectors ``include``
+    pick (axe is injected for the check only)."""
+    if not AXE_JS.is_file():
+        raise FileNotFoundError(f"{AXE_JS} is missing: make vendor installs axe-core")
     if not page.evaluate("() => !!window.axe"):
         page.add_script_tag(content=AXE_JS.read_text(encoding="utf-8"))
-    violations = page.evaluate("""async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+    return page.evaluate("""async include => (await axe.run(include ? {include: include.map(s => [s])} : document,
+                                                         {resultTypes: ['violations']})).violations
         .map(v => ({id: v.id, impact: v.impact, help: v.help,
-                    nodes: v.nodes.map(n => ({target: n.target, html: n.html}))}))""")
-    return axe_problems(violations, width)
+                    nodes: v.nodes.map(n => ({target: n.target, html: n.html}))}))""", include)
+
+
+def check_axe(page, width: str) -> list[Problem]:
+    return axe_problems(axe_violations(page), width)
 
 
 def drawer_problems(before: dict, after: dict, lessons: int, width: str) -> list[Problem]:

@@ -31,6 +31,14 @@ QUIET_ENV = {
 }
 
 
+def write_notebook(nb, path: Path) -> None:
+    """Write ``nb`` beside ``path``, then put it in the notebook's place in one step: an interrupted
+    write leaves the notebook as it was."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    nbformat.write(nb, tmp)
+    tmp.replace(path)
+
+
 def execute(path: Path, timeout: int = 600) -> float:
     """Run the notebook at ``path`` (each cell within ``timeout`` s) and write it back; its seconds."""
     nb = nbformat.read(path, as_version=4)
@@ -41,9 +49,7 @@ def execute(path: Path, timeout: int = 600) -> float:
     elapsed = time.perf_counter() - start
     for cell in nb.cells:  # keep diffs quiet: no per-run metadata
         cell.metadata.pop("execution", None)
-    tmp = path.with_name(f".{path.name}.tmp")  # written whole, then put in the notebook's place in one step
-    nbformat.write(nb, tmp)
-    tmp.replace(path)
+    write_notebook(nb, path)
     return elapsed
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from tools.notebooks.execute import write_notebook
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 TAGS = ["remove-cell"]
@@ -82,7 +84,7 @@ def apply(path: Path, text: str) -> bool:
     if cell.source == text and cell.metadata.get("tags") == TAGS:
         return False
     cell.source, cell.metadata["tags"] = text, list(TAGS)
-    nbformat.write(nb, path)
+    write_notebook(nb, path)
     return True
 
 

@@ -30,7 +30,7 @@ import nbformat
 import pytest
 from nbval.plugin import find_comment_markers, find_metadata_tags, get_sanitize_patterns
 
-from tools.notebooks.execute import QUIET_ENV
+from tools.notebooks.execute import QUIET_ENV, write_notebook
 from tools.outputs.nbval_tolerance import (
     KEY,
     SANITIZE_FILE,
@@ -514,10 +514,8 @@ def declare(path: Path, measurement: dict, root: Path = ROOT) -> list[str]:
             else:
                 cell.metadata[KEY] = proposed.as_metadata()
                 notes.append(f"{where}: declared {proposed}" + (f" (was {current})" if current else ""))
-    if notes:  # written beside it, then moved into place: an interrupted run leaves the notebook as it was
-        tmp = path.with_name(f".{path.name}.declare")
-        nbformat.write(nb, str(tmp))
-        os.replace(tmp, path)
+    if notes:
+        write_notebook(nb, path)
     return notes
 
 
