@@ -41,6 +41,7 @@ from nbformat import NotebookNode
 
 from tools.notebooks.install_cell import (ENV_VAR, RESTART_LINE, apply, cell_text, first_code_cell,
                                           problems as cell_problems)
+from tools.notebooks.execute import QUIET_ENV
 from tools.notebooks.kernel_client import slice_polls
 from tools.platforms import colab_frontend as frontend
 from tools.platforms.pins import canonical, constraints
@@ -373,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=900, help="seconds per cell (and per slider move)")
     args = parser.parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)  # in order with the subprocesses' output
+    for key, value in QUIET_ENV.items():  # as make runs it: no hub, no progress bars (run alone too)
+        os.environ.setdefault(key, value)
 
     built_s, version = build(args.rebuild)
     print(f"Twin: {'built in %.0f s' % built_s if built_s is not None else 'kept from an earlier run'} ({HOME})")
