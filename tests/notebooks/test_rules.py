@@ -29,6 +29,7 @@ IGNORE_TAG = "nbval-ignore-output"  # widgets and timings only; a tag, so no mar
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 MAX_CELLS, MAX_WORDS = 45, 4000  # a lesson is read in one sitting, about 40 minutes
 DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e-?\d+)?(?![\w.])")
+NOTES = [(what, re.compile(p.pattern, p.flags | re.I)) for what, p in AUTHOR_NOTES]  # in a cell, in any case
 # Float bits differ from CPU to CPU: a hash of an array or of weights holds on no other machine.
 FLOAT_DIGEST = re.compile(r"\.(npy|npz|safetensors|pt|pth|bin)\b[^\n]{0,40}?\b[0-9a-f]{8,}")
 # Figure text: none below FIGURE_MIN_PT points, which the browser check turns into on-screen pixels.
@@ -157,7 +158,7 @@ def test_nothing_from_writing_the_book_is_on_the_page(path):
     """The browser check's author notes (tools/book/browser.py), here in the cells and their outputs, in
     any case: a lowercase ``# noqa`` or ``todo`` in a cell is a note too."""
     for i, cell in enumerate(load(path)["cells"]):
-        for what, pattern in ((w, re.compile(p.pattern, p.flags | re.I)) for w, p in AUTHOR_NOTES):
+        for what, pattern in NOTES:
             hit = pattern.search(source(cell) + "\n" + printed(cell.get("outputs", [])))
             assert not hit, f"{path.name} cell {i} shows {what} {hit.group(0)!r}: readers never see how it was made"
 
